@@ -1,0 +1,278 @@
+"""``hoodie.properties``: the table's configuration, parsed from a Java properties file into a pydantic model.
+
+The file is written by ``java.util.Properties.store``, so values carry Java escapes (``\\:``, ``\\=``,
+``\\uXXXX``, line continuations). Everything the reader needs to decide how to read and merge is derived here
+once — table type and version, key/partition/ordering fields, merge mode — so the rest of ``hoodie`` never
+looks at raw property strings.
+"""
+from __future__ import annotations
+
+import enum
+import zlib
+
+from pydantic import BaseModel, ConfigDict
+
+from .errors import CorruptFileError, UnsupportedTableError
+from .storage import Storage
+
+PROPERTIES_FILE = ".hoodie/hoodie.properties"
+PROPERTIES_BACKUP = ".hoodie/hoodie.properties.backup"
+SUPPORTED_VERSIONS = (6, 8, 9)
+
+
+class TableType(str, enum.Enum):
+    COPY_ON_WRITE = "COPY_ON_WRITE"
+    MERGE_ON_READ = "MERGE_ON_READ"
+
+
+class MergeMode(str, enum.Enum):
+    """How two versions of one record combine (Hudi 1.x ``RecordMergeMode``; v6 payloads map onto it)."""
+
+    COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
+    EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
+    CUSTOM = "CUSTOM"
+
+
+OVERWRITE_WITH_LATEST = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.EventTimeAvroPayload"
+PARTIAL_UPDATE_PAYLOAD = "org.apache.hudi.common.model.PartialUpdateAvroPayload"
+_PAYLOAD_MODES = {
+    OVERWRITE_WITH_LATEST: MergeMode.COMMIT_TIME_ORDERING,
+    DEFAULT_PAYLOAD: MergeMode.EVENT_TIME_ORDERING,
+    EVENT_TIME_PAYLOAD: MergeMode.EVENT_TIME_ORDERING,
+}
+_STRATEGY_MODES = {
+    "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5": MergeMode.EVENT_TIME_ORDERING,
+    "ce9acb64-bde0-424c-9b91-f6ebba25356d": MergeMode.COMMIT_TIME_ORDERING,
+    "1897ef5f-18bc-4557-939c-9d6a8afd1519": MergeMode.CUSTOM,
+}
+
+
+def parse_java_properties(text: str) -> dict[str, str]:
+    """Parse the text of a ``java.util.Properties`` file (the subset ``Properties.store`` and people write)."""
+    props: dict[str, str] = {}
+    logical: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.lstrip() if not pending else raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        # a line continues when it ends in an odd number of backslashes
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending += line[:-1]
+            continue
+        logical.append(pending + line)
+        pending = ""
+    if pending:
+        logical.append(pending)
+    for line in logical:
+        key, value = _split_key_value(line)
+        props[_unescape(key)] = _unescape(value)
+    return props
+
+
+def _split_key_value(line: str) -> tuple[str, str]:
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c in "=: \t\f":
+            break
+        i += 1
+    key = line[:i]
+    rest = line[i:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":") and (i >= n or line[i] in " \t\f=:"):
+        rest = rest[1:].lstrip(" \t\f")
+    return key, rest
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(s: str) -> str:
+    if "\\" not in s:
+        return s
+    out, i, n = [], 0, len(s)
+    while i < n:
+        c = s[i]
+        if c != "\\" or i + 1 >= n:
+            out.append(c)
+            i += 1
+            continue
+        nxt = s[i + 1]
+        if nxt == "u" and i + 6 <= n:
+            out.append(chr(int(s[i + 2 : i + 6], 16)))
+            i += 6
+        else:
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+    return "".join(out)
+
+
+def _fields(value: str | None) -> list[str]:
+    """A comma-separated field list; ``field:type`` (CustomKeyGenerator) keeps only the field."""
+    if not value:
+        return []
+    return [f.split(":", 1)[0].strip() for f in value.split(",") if f.strip()]
+
+
+def _bool(value: str | None, default: bool) -> bool:
+    return default if value is None or value == "" else value.strip().lower() == "true"
+
+
+class TableConfig(BaseModel):
+    """The parts of ``hoodie.properties`` that decide how a table is read and written."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    database: str | None = None
+    table_type: TableType
+    version: int
+    timeline_layout: int
+    timeline_path: str = "timeline"
+    history_path: str = "history"
+    archive_folder: str = "archived"
+    record_key_fields: list[str]
+    partition_fields: list[str]
+    ordering_fields: list[str]
+    key_generator: str | None = None
+    payload_class: str | None = None
+    merge_mode: MergeMode
+    partial_update: bool = False
+    hive_style_partitioning: bool = False
+    url_encode_partitions: bool = False
+    drop_partition_columns: bool = False
+    populate_meta_fields: bool = True
+    base_file_format: str = "PARQUET"
+    create_schema: str | None = None
+    raw: dict[str, str]
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_type is TableType.MERGE_ON_READ
+
+    @property
+    def timeline_dir(self) -> str:
+        """Folder of the active timeline, relative to the table root."""
+        return ".hoodie" if self.timeline_layout == 1 else f".hoodie/{self.timeline_path}"
+
+    @property
+    def archive_dir(self) -> str:
+        return (f".hoodie/{self.archive_folder}" if self.timeline_layout == 1
+                else f".hoodie/{self.timeline_path}/{self.history_path}")
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str], where: str) -> "TableConfig":
+        def need(key: str) -> str:
+            if not props.get(key):
+                raise UnsupportedTableError(f"{where}: required property {key} is missing")
+            return props[key]
+
+        try:
+            version = int(props.get("hoodie.table.version", "6"))
+        except ValueError:
+            raise CorruptFileError(f"{where}: hoodie.table.version is not a number: "
+                                   f"{props.get('hoodie.table.version')!r}") from None
+        if version not in SUPPORTED_VERSIONS:
+            raise UnsupportedTableError(f"{where}: hoodie.table.version={version} is not supported "
+                                        f"(supported: {', '.join(map(str, SUPPORTED_VERSIONS))})")
+        base_format = (props.get("hoodie.table.base.file.format") or props.get("hoodie.table.ro.file.format")
+                       or "PARQUET").upper()
+        if base_format != "PARQUET":
+            raise UnsupportedTableError(f"{where}: hoodie.table.base.file.format={base_format} is not supported "
+                                        "(only PARQUET base files can be read)")
+        if _bool(props.get("hoodie.table.multiple.base.file.formats.enable"), False):
+            raise UnsupportedTableError(f"{where}: hoodie.table.multiple.base.file.formats.enable=true "
+                                        "is not supported")
+        if props.get("hoodie.bootstrap.base.path"):
+            raise UnsupportedTableError(f"{where}: bootstrapped tables (hoodie.bootstrap.base.path) are not supported")
+        table_type = need("hoodie.table.type") if "hoodie.table.type" in props else "COPY_ON_WRITE"
+        try:
+            ttype = TableType(table_type.upper())
+        except ValueError:
+            raise UnsupportedTableError(f"{where}: hoodie.table.type={table_type} is not a Hudi table type") from None
+        ordering = _fields(props.get("hoodie.table.ordering.fields") or props.get("hoodie.table.precombine.field"))
+        payload = props.get("hoodie.compaction.payload.class") or props.get("hoodie.table.legacy.payload.class")
+        layout = int(props.get("hoodie.timeline.layout.version") or (2 if version >= 8 else 1))
+        return cls(
+            name=need("hoodie.table.name"),
+            database=props.get("hoodie.database.name") or None,
+            table_type=ttype,
+            version=version,
+            timeline_layout=layout,
+            timeline_path=props.get("hoodie.timeline.path") or "timeline",
+            history_path=props.get("hoodie.timeline.history.path") or "history",
+            archive_folder=props.get("hoodie.archivelog.folder") or "archived",
+            record_key_fields=_fields(props.get("hoodie.table.recordkey.fields")),
+            partition_fields=_fields(props.get("hoodie.table.partition.fields")),
+            ordering_fields=ordering,
+            key_generator=props.get("hoodie.table.keygenerator.type") or props.get("hoodie.table.keygenerator.class"),
+            payload_class=payload,
+            merge_mode=_infer_merge_mode(props, version, payload, ordering, where),
+            partial_update=(payload == PARTIAL_UPDATE_PAYLOAD
+                            or (props.get("hoodie.table.partial.update.mode") or "").upper() in ("FILL_UNAVAILABLE",
+                                                                                                 "KEEP_VALUES")),
+            hive_style_partitioning=_bool(props.get("hoodie.datasource.write.hive_style_partitioning"), False),
+            url_encode_partitions=_bool(props.get("hoodie.datasource.write.partitionpath.urlencode"), False),
+            drop_partition_columns=_bool(props.get("hoodie.datasource.write.drop.partition.columns"), False),
+            populate_meta_fields=_bool(props.get("hoodie.populate.meta.fields"), True),
+            base_file_format=base_format,
+            create_schema=props.get("hoodie.table.create.schema"),
+            raw=props,
+        )
+
+
+def _infer_merge_mode(props: dict[str, str], version: int, payload: str | None, ordering: list[str],
+                      where: str) -> MergeMode:
+    """Hudi's ``inferMergingConfigsForPreV9Table`` precedence: v<8 payload first, v>=8 strategy id first."""
+    strategy = props.get("hoodie.record.merge.strategy.id") or props.get("hoodie.compaction.record.merger.strategy")
+    explicit = props.get("hoodie.record.merge.mode")
+    from_payload = _PAYLOAD_MODES.get(payload) if payload else None
+    if payload == PARTIAL_UPDATE_PAYLOAD:
+        from_payload = MergeMode.EVENT_TIME_ORDERING
+    from_strategy = _STRATEGY_MODES.get(strategy) if strategy else None
+    if version < 8:
+        # 0.x: the payload class decides; absent means the 0.x default, OverwriteWithLatestAvroPayload
+        mode = from_payload or (MergeMode.CUSTOM if payload else MergeMode.COMMIT_TIME_ORDERING)
+    else:
+        mode = MergeMode(explicit.upper()) if explicit else (from_strategy or from_payload)
+    if mode is None:
+        mode = MergeMode.EVENT_TIME_ORDERING if ordering else MergeMode.COMMIT_TIME_ORDERING
+    if mode is MergeMode.CUSTOM and payload not in (None, PARTIAL_UPDATE_PAYLOAD):
+        raise UnsupportedTableError(f"{where}: custom merge (payload class {payload}) is not supported")
+    if mode is MergeMode.CUSTOM:
+        raise UnsupportedTableError(f"{where}: hoodie.record.merge.mode=CUSTOM is not supported")
+    if mode is MergeMode.EVENT_TIME_ORDERING and not ordering:
+        return MergeMode.COMMIT_TIME_ORDERING
+    return mode
+
+
+def load_table_config(storage: Storage) -> TableConfig:
+    """Read ``hoodie.properties`` (falling back to the backup Hudi leaves during an update)."""
+    last_error: Exception | None = None
+    for rel in (PROPERTIES_FILE, PROPERTIES_BACKUP):
+        try:
+            text = storage.read_bytes(rel).decode("latin-1")
+        except FileNotFoundError as e:
+            last_error = e
+            continue
+        props = parse_java_properties(text)
+        if not props:
+            last_error = CorruptFileError(f"{storage.url}/{rel}: empty properties file")
+            continue
+        check = props.get("hoodie.table.checksum")
+        if check and check.isdigit() and "hoodie.table.name" in props:
+            expect = zlib.crc32(f"{props.get('hoodie.database.name', '')}.{props['hoodie.table.name']}".encode())
+            if int(check) != expect:
+                last_error = CorruptFileError(f"{storage.url}/{rel}: hoodie.table.checksum={check} does not match "
+                                              f"the table name (expected {expect}); the file is torn or foreign")
+                continue
+        return TableConfig.from_properties(props, f"{storage.url}/{rel}")
+    if isinstance(last_error, FileNotFoundError):
+        raise UnsupportedTableError(f"{storage.url}: not a Hudi table (no {PROPERTIES_FILE})")
+    raise last_error  # type: ignore[misc]

@@ -1,0 +1,1 @@
+"""Hudi log files: block framing, block contents (Avro, parquet, HFile data; delete; command), both directions."""

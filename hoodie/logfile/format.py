@@ -1,0 +1,230 @@
+"""Names and constants of the Hudi log format: block types, header keys, the block record, file names.
+
+Everything here is fixed by what Hudi writes on disk (spec §4.2, §5.1–5.3, §5.7): enum values are Java
+ordinals, so they must never be renumbered. The reader, the content decoders and the writer all share
+these definitions, which is why the delete-block Avro schema and its ordering-value wrappers live here too.
+"""
+from __future__ import annotations
+
+import enum
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any
+
+#: Every block starts with these six bytes (``HoodieLogFormat.MAGIC``).
+MAGIC = b"#HUDI#"
+#: The only log format version written since Hudi 0.4 (``HoodieLogFormat.CURRENT_VERSION``).
+LOG_FORMAT_VERSION = 1
+#: Content version of Avro data blocks and delete blocks written by Hudi 0.14+ / 1.x.
+CONTENT_VERSION = 3
+
+
+class BlockType(enum.IntEnum):
+    """``HoodieLogBlock.HoodieLogBlockType``, serialized as its ordinal."""
+
+    COMMAND = 0
+    DELETE = 1
+    CORRUPT = 2  # never written: the reader makes one for bytes it cannot frame
+    AVRO_DATA = 3
+    HFILE_DATA = 4
+    PARQUET_DATA = 5
+    CDC_DATA = 6
+
+
+class HeaderKey(enum.IntEnum):
+    """``HoodieLogBlock.HeaderMetadataType``, serialized as its ordinal."""
+
+    INSTANT_TIME = 0
+    TARGET_INSTANT_TIME = 1
+    SCHEMA = 2
+    COMMAND_BLOCK_TYPE = 3
+    COMPACTED_BLOCK_TIMES = 4
+    RECORD_POSITIONS = 5
+    BLOCK_IDENTIFIER = 6
+    IS_PARTIAL = 7
+    BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS = 8
+
+
+#: ``HoodieCommandBlock.HoodieCommandBlockTypeEnum.ROLLBACK_BLOCK`` as written in the COMMAND_BLOCK_TYPE header.
+ROLLBACK_COMMAND = "0"
+
+_DATA_TYPES = frozenset({BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.HFILE_DATA})
+
+
+@dataclass(frozen=True)
+class LogBlock:
+    """One block of a log file as framed on disk.
+
+    ``offset`` is where the block's magic starts and ``size`` its whole on-disk length, so
+    ``data[offset:offset + size]`` is the block. For a CORRUPT block (made by the reader, never written)
+    ``content`` is that whole damaged span and the header and footer are empty.
+    """
+
+    type: BlockType
+    header: dict[HeaderKey, str]
+    footer: dict[int, str]
+    content: bytes | memoryview
+    offset: int
+    size: int
+    path: str
+
+    @property
+    def instant_time(self) -> str | None:
+        return self.header.get(HeaderKey.INSTANT_TIME)
+
+    @property
+    def target_instant_time(self) -> str | None:
+        return self.header.get(HeaderKey.TARGET_INSTANT_TIME)
+
+    @property
+    def schema_json(self) -> str | None:
+        return self.header.get(HeaderKey.SCHEMA)
+
+    @property
+    def is_rollback(self) -> bool:
+        return self.type is BlockType.COMMAND and self.header.get(HeaderKey.COMMAND_BLOCK_TYPE) == ROLLBACK_COMMAND
+
+    @property
+    def is_data(self) -> bool:
+        return self.type in _DATA_TYPES
+
+    @property
+    def is_corrupt(self) -> bool:
+        return self.type is BlockType.CORRUPT
+
+    def where(self) -> str:
+        """``path@offset``, the way error messages name a block."""
+        return f"{self.path}@{self.offset}"
+
+
+# --- log file names (spec §4.2) ---------------------------------------------------------------------------
+
+#: ``FSUtils.LOG_FILE_PATTERN`` of the released versions (0.14 – 1.x): unanchored at the end, ``.cdc`` with
+#: an unescaped dot, exactly as Hudi matches it.
+LOG_FILE_PATTERN = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(.cdc)?)?")
+
+
+@dataclass(frozen=True)
+class LogFileName:
+    """The parts of ``.<fileId>_<instant>.log.<version>_<writeToken>[.cdc]``."""
+
+    file_id: str
+    instant: str
+    extension: str
+    version: int
+    write_token: str | None
+    cdc: bool
+
+
+def parse_log_file_name(name: str) -> LogFileName | None:
+    """Parse a log file name (a path is reduced to its last component); ``None`` if Hudi would not match it."""
+    m = LOG_FILE_PATTERN.match(posixpath.basename(name))
+    if m is None:
+        return None
+    return LogFileName(file_id=m.group(1), instant=m.group(2), extension=m.group(3), version=int(m.group(4)),
+                       write_token=m.group(6), cdc=m.group(10) is not None)
+
+
+def make_log_file_name(file_id: str, instant: str, version: int, write_token: str) -> str:
+    """``FSUtils.makeLogFileName`` for a delta log file."""
+    return f".{file_id}_{instant}.log.{version}_{write_token}"
+
+
+def log_file_sort_key(name: str) -> tuple:
+    """Sort key reproducing ``HoodieLogFile.LogFileComparator``.
+
+    Instant as a string, then version as a number, then write token as a string with a missing token
+    first, then (1.x tie-break) the CDC suffix, which sorts after no suffix.
+    """
+    parsed = parse_log_file_name(name)
+    if parsed is None:
+        raise ValueError(f"not a Hudi log file name: {name!r}")
+    token = parsed.write_token
+    return parsed.instant, parsed.version, token is not None, token or "", parsed.cdc
+
+
+# --- delete block records (spec §5.7) ---------------------------------------------------------------------
+
+_AVRO_NAMESPACE = "org.apache.hudi.avro.model"
+
+
+@dataclass(frozen=True)
+class _Wrapper:
+    """One branch of the ``orderingVal`` union: a single-field record wrapping one primitive."""
+
+    kind: str
+    record: str
+    value_type: Any
+
+
+#: The ``orderingVal`` union after ``null``, in union order (``HoodieMetadata.avsc``); the position in this
+#: tuple plus one is the union index on disk. ``LocalDateWrapper`` only occurs inside ``ArrayWrapper``.
+ORDERING_WRAPPERS = (
+    _Wrapper("boolean", "BooleanWrapper", "boolean"),
+    _Wrapper("int", "IntWrapper", "int"),
+    _Wrapper("long", "LongWrapper", "long"),
+    _Wrapper("float", "FloatWrapper", "float"),
+    _Wrapper("double", "DoubleWrapper", "double"),
+    _Wrapper("bytes", "BytesWrapper", "bytes"),
+    _Wrapper("string", "StringWrapper", "string"),
+    _Wrapper("date", "DateWrapper", "int"),
+    _Wrapper("decimal", "DecimalWrapper", {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 15}),
+    _Wrapper("time_micros", "TimeMicrosWrapper", {"type": "long", "logicalType": "time-micros"}),
+    _Wrapper("timestamp_micros", "TimestampMicrosWrapper", "long"),
+    _Wrapper("array", "ArrayWrapper", None),
+)
+_LOCAL_DATE = _Wrapper("date", "LocalDateWrapper", "int")
+#: Full Avro record name -> wrapper, for everything the decoder can meet.
+WRAPPER_BY_RECORD = {f"{_AVRO_NAMESPACE}.{w.record}": w for w in (*ORDERING_WRAPPERS, _LOCAL_DATE)}
+WRAPPER_BY_KIND = {w.kind: w for w in ORDERING_WRAPPERS}
+#: Scale of ``DecimalWrapper`` values: Hudi rescales every decimal ordering value to it.
+DECIMAL_WRAPPER_SCALE = 15
+
+
+def _wrapper_schema(w: _Wrapper) -> dict:
+    return {"type": "record", "name": w.record, "namespace": _AVRO_NAMESPACE,
+            "fields": [{"name": "value", "type": w.value_type}]}
+
+
+def _delete_record_list_schema() -> dict:
+    """``HoodieDeleteRecordList.avsc`` (Hudi master), built from :data:`ORDERING_WRAPPERS`."""
+    scalars = [_wrapper_schema(w) for w in ORDERING_WRAPPERS if w.kind != "array"]
+    array_items = ["null", *(f"{_AVRO_NAMESPACE}.{w.record}" for w in ORDERING_WRAPPERS if w.kind != "array"),
+                   _wrapper_schema(_LOCAL_DATE)]
+    array = {"type": "record", "name": "ArrayWrapper", "namespace": _AVRO_NAMESPACE,
+             "fields": [{"name": "wrappedValues", "type": ["null", {"type": "array", "items": array_items}],
+                         "default": None}]}
+    nullable_string = {"type": ["null", "string"], "default": None}
+    delete_record = {
+        "type": "record", "name": "HoodieDeleteRecord", "namespace": _AVRO_NAMESPACE,
+        "fields": [{"name": "recordKey", **nullable_string},
+                   {"name": "partitionPath", **nullable_string},
+                   {"name": "orderingVal", "type": ["null", *scalars, array], "default": None}],
+    }
+    return {"type": "record", "name": "HoodieDeleteRecordList", "namespace": _AVRO_NAMESPACE,
+            "fields": [{"name": "deleteRecordList", "type": {"type": "array", "items": delete_record}}]}
+
+
+DELETE_RECORD_LIST_SCHEMA = _delete_record_list_schema()
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """An ordering value with its wrapper chosen explicitly, e.g. ``Ordering("int", 5)`` for an int32 field.
+
+    ``kind`` is one of the :data:`ORDERING_WRAPPERS` kinds; ``value`` is the plain Python value (for
+    ``"array"`` a sequence of plain values or :class:`Ordering`).
+    """
+
+    kind: str
+    value: Any
+
+    def __post_init__(self):
+        if self.kind not in WRAPPER_BY_KIND:
+            raise ValueError(f"unknown ordering value kind {self.kind!r}; one of {sorted(WRAPPER_BY_KIND)}")
+
+
+#: Ordering value of deletes that carry no ordering (Spark SQL ``DELETE``): ``IntWrapper(0)``, which Hudi
+#: reads as "natural order", i.e. the delete wins by commit time.
+COMMIT_TIME_DELETE = Ordering("int", 0)

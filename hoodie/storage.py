@@ -1,0 +1,104 @@
+"""Table storage through fsspec.
+
+A table is a URL (``/path``, ``file://``, ``s3://...``, ``memory://``); nothing in ``hoodie`` touches the
+local file system directly. Paths handed out by :class:`Storage` are *relative to the table root* with
+``/`` separators, because that is how Hudi's metadata names files, and every relative path coming from
+table content is validated here before it is joined, so metadata cannot make us read outside the table.
+"""
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+import fsspec
+
+from .errors import InvalidTableContentError
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One listed file: path relative to the table root, size in bytes, modification time (epoch seconds)."""
+
+    path: str
+    size: int
+    mtime: float | None
+
+
+class Storage:
+    """Reads and writes files below one table root URL."""
+
+    def __init__(self, url: str, storage_options: dict | None = None):
+        self.url = url.rstrip("/") or "/"
+        self.fs, root = fsspec.core.url_to_fs(self.url, **(storage_options or {}))
+        self.root = root.rstrip("/") or "/"
+
+    def full(self, rel: str) -> str:
+        """Absolute fsspec path of ``rel``, which must stay inside the table root."""
+        return self.root if rel in ("", ".") else f"{self.root}/{safe_relpath(rel)}"
+
+    def exists(self, rel: str) -> bool:
+        return self.fs.exists(self.full(rel))
+
+    def read_bytes(self, rel: str) -> bytes:
+        return self.fs.cat_file(self.full(rel))
+
+    def open(self, rel: str, mode: str = "rb"):
+        return self.fs.open(self.full(rel), mode)
+
+    def size(self, rel: str) -> int:
+        return int(self.fs.size(self.full(rel)))
+
+    def list_dir(self, rel: str) -> list[FileInfo]:
+        """Files (not directories) directly in ``rel``; empty when the directory does not exist."""
+        return [info for info, is_dir in self._ls(rel) if not is_dir]
+
+    def list_subdirs(self, rel: str) -> list[str]:
+        """Directory names directly in ``rel``."""
+        return [posixpath.basename(info.path) for info, is_dir in self._ls(rel) if is_dir]
+
+    def _ls(self, rel: str) -> list[tuple[FileInfo, bool]]:
+        base = self.full(rel)
+        try:
+            entries = self.fs.ls(base, detail=True)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        prefix = self.root.rstrip("/") + "/"
+        for e in entries:
+            name = e["name"].rstrip("/")
+            if name == base.rstrip("/"):
+                continue
+            relname = name[len(prefix):] if name.startswith(prefix) else posixpath.join(rel, posixpath.basename(name))
+            mtime = e.get("mtime") or e.get("LastModified") or e.get("created")
+            if hasattr(mtime, "timestamp"):
+                mtime = mtime.timestamp()
+            out.append((FileInfo(relname, int(e.get("size") or 0), mtime), e.get("type") == "directory"))
+        return out
+
+    def write_bytes_atomic(self, rel: str, data: bytes) -> None:
+        """Write ``data`` so that readers see either nothing or the whole file.
+
+        Local and memory file systems: write a temporary sibling then rename. Object stores have atomic
+        single-object puts, so a plain write is already all-or-nothing there.
+        """
+        target = self.full(rel)
+        self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
+        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        if protocol in ("file", "local", "memory"):
+            tmp = f"{posixpath.dirname(target)}/.{posixpath.basename(target)}.tmp"
+            with self.fs.open(tmp, "wb") as f:
+                f.write(data)
+            self.fs.mv(tmp, target)
+        else:
+            with self.fs.open(target, "wb") as f:
+                f.write(data)
+
+
+def safe_relpath(rel: str) -> str:
+    """Normalise a table-relative path from untrusted metadata, refusing absolute paths and ``..``."""
+    if rel is None or "\x00" in rel:
+        raise InvalidTableContentError(f"invalid path in table metadata: {rel!r}")
+    norm = posixpath.normpath(rel.replace("\\", "/"))
+    if norm.startswith("/") or norm == ".." or norm.startswith("../") or ":" in norm.split("/")[0]:
+        raise InvalidTableContentError(f"path in table metadata escapes the table root: {rel!r}")
+    return "" if norm == "." else norm

@@ -1,0 +1,162 @@
+"""The active timeline: every instant file in the timeline folder, folded to one entry per instant.
+
+A write goes requested → inflight → completed and each transition adds a file, so one instant has up to
+three files. The reader needs, per instant, its latest state, whether it was a compaction / log compaction /
+clustering (a completed compaction is a plain ``commit`` file; only its ``compaction.requested`` plan tells),
+and, lazily, the metadata of completed instants.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass
+
+from ..config import TableConfig
+from ..errors import CorruptFileError
+from ..storage import Storage
+from .instant import COMPLETES_AS, WRITE_ACTIONS, Action, Instant, State, parse_instant_file
+from .metadata import CommitMetadata, decode_metadata_bytes, parse_commit_metadata
+
+log = logging.getLogger("hoodie.timeline")
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One instant folded over its state files."""
+
+    instant: Instant  # the latest state
+    #: the pending action it was planned as (compaction, logcompaction, clustering), when there was a plan
+    planned_as: Action | None
+    files: tuple[str, ...]
+
+    @property
+    def requested_time(self) -> str:
+        return self.instant.requested_time
+
+    @property
+    def completion_time(self) -> str | None:
+        return self.instant.completion_time
+
+    @property
+    def action(self) -> Action:
+        """The action as it completes (``commit`` for a compaction)."""
+        return self.instant.comparable_action
+
+    @property
+    def is_completed(self) -> bool:
+        return self.instant.is_completed
+
+    @property
+    def is_compaction(self) -> bool:
+        return self.planned_as is Action.COMPACTION
+
+    @property
+    def is_log_compaction(self) -> bool:
+        return self.planned_as is Action.LOG_COMPACTION
+
+    @property
+    def is_write(self) -> bool:
+        return self.action in WRITE_ACTIONS
+
+    def __str__(self) -> str:
+        return str(self.instant)
+
+
+class ActiveTimeline:
+    """The instants of ``.hoodie/`` (layout 1) or ``.hoodie/timeline/`` (layout 2), in requested-time order."""
+
+    def __init__(self, storage: Storage, config: TableConfig, entries: list[TimelineEntry]):
+        self.storage = storage
+        self.config = config
+        self.entries = sorted(entries, key=lambda e: e.instant.sort_key())
+        self._by_time = {e.requested_time: e for e in self.entries}
+
+    @classmethod
+    def load(cls, storage: Storage, config: TableConfig) -> "ActiveTimeline":
+        folder = config.timeline_dir
+        groups: dict[tuple[str, str], list[Instant]] = {}
+        for info in storage.list_dir(folder):
+            name = info.path.rsplit("/", 1)[-1]
+            inst = parse_instant_file(name, config.timeline_layout, info.mtime)
+            if inst is None:
+                continue
+            groups.setdefault((inst.requested_time, inst.comparable_action.value), []).append(inst)
+        entries = []
+        for states in groups.values():
+            states.sort(key=lambda i: i.state)
+            planned = next((i.action for i in states if i.action in COMPLETES_AS), None)
+            entries.append(TimelineEntry(states[-1], planned, tuple(i.file_name for i in states)))
+        return cls(storage, config, entries)
+
+    # -- queries ---------------------------------------------------------------------------------------------
+    def get(self, requested_time: str) -> TimelineEntry | None:
+        return self._by_time.get(requested_time)
+
+    def completed(self) -> list[TimelineEntry]:
+        return [e for e in self.entries if e.is_completed]
+
+    def pending(self) -> list[TimelineEntry]:
+        return [e for e in self.entries if not e.is_completed]
+
+    def completed_writes(self) -> list[TimelineEntry]:
+        """Completed commit, deltacommit and replacecommit instants (compactions and clusterings included)."""
+        return [e for e in self.entries if e.is_completed and e.is_write]
+
+    def pending_compactions(self) -> list[TimelineEntry]:
+        return [e for e in self.entries if not e.is_completed and e.instant.action is Action.COMPACTION]
+
+    def pending_writes(self) -> list[TimelineEntry]:
+        return [e for e in self.entries if not e.is_completed and e.is_write]
+
+    def first_write_time(self) -> str | None:
+        writes = [e for e in self.entries if e.is_write]
+        return writes[0].requested_time if writes else None
+
+    def is_completed_or_archived(self, instant_time: str) -> bool:
+        """Hudi's ``containsOrBeforeTimelineStarts`` on the completed commits timeline."""
+        e = self._by_time.get(instant_time)
+        if e is not None:
+            return e.is_completed and e.is_write
+        first = self.first_write_time()
+        return first is not None and instant_time < first
+
+    # -- content ---------------------------------------------------------------------------------------------
+    def _file(self, entry: TimelineEntry, state: State) -> str | None:
+        for name in entry.files:
+            inst = parse_instant_file(name, self.config.timeline_layout)
+            if inst is not None and inst.state is state:
+                return f"{self.config.timeline_dir}/{name}"
+        return None
+
+    @functools.lru_cache(maxsize=4096)
+    def commit_metadata(self, requested_time: str) -> CommitMetadata:
+        """Metadata of a completed write instant."""
+        entry = self._by_time.get(requested_time)
+        if entry is None or not entry.is_completed:
+            raise KeyError(f"{self.storage.url}: no completed instant {requested_time} on the active timeline")
+        rel = self._file(entry, State.COMPLETED)
+        return parse_commit_metadata(self.storage.read_bytes(rel), f"{self.storage.url}/{rel}")
+
+    @functools.lru_cache(maxsize=1024)
+    def plan(self, requested_time: str) -> dict:
+        """The decoded plan of a requested instant (compaction plan, clustering plan, cleaner plan, ...)."""
+        entry = self._by_time.get(requested_time)
+        rel = self._file(entry, State.REQUESTED) if entry else None
+        if rel is None:
+            return {}
+        return decode_metadata_bytes(self.storage.read_bytes(rel), f"{self.storage.url}/{rel}")
+
+    def is_clustering(self, entry: TimelineEntry) -> bool:
+        """Clustering vs insert overwrite: layout 2 has a ``clustering`` plan; layout 1 only the operation type."""
+        if entry.planned_as is Action.CLUSTERING:
+            return True
+        if entry.action is not Action.REPLACE_COMMIT or not entry.is_completed:
+            return False
+        return (self.commit_metadata(entry.requested_time).operation_type or "").upper() == "CLUSTER"
+
+    def compaction_operations(self, requested_time: str) -> list[dict]:
+        """The ``HoodieCompactionOperation`` records of a compaction plan."""
+        ops = self.plan(requested_time).get("operations") or []
+        if not isinstance(ops, list):
+            raise CorruptFileError(f"{self.storage.url}: compaction plan {requested_time} has no operation list")
+        return ops

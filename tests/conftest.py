@@ -1,0 +1,49 @@
+"""Shared test fixtures: the real Hudi tables and log files in ``../shared/fixtures``, unzipped unchanged."""
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(os.environ.get("HUDI_STREAMING_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
+FIXTURES = SHARED / "fixtures"
+TABLE_ZIPS = sorted((FIXTURES / "tables").glob("*.zip"))
+LOG_FILES = sorted(p for p in (FIXTURES / "log_files").glob("*/.*") if ".log." in p.name)
+
+
+def fixture_names() -> list[str]:
+    return [z.stem for z in TABLE_ZIPS]
+
+
+@pytest.fixture(scope="session")
+def fixtures_root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("fixture_tables")
+
+
+class UnzippedFixture:
+    """One fixture zip unzipped: ``table`` is the table root, ``root`` holds the gold outputs beside it."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        candidates = [p.parent.parent for p in root.glob("*/.hoodie/hoodie.properties") if "__MACOSX" not in str(p)]
+        if len(candidates) != 1:
+            raise AssertionError(f"{root}: expected one table root, found {candidates}")
+        self.table = candidates[0]
+
+
+@pytest.fixture(scope="session")
+def unzip_fixture(fixtures_root):
+    """Return a function name -> :class:`UnzippedFixture`, unzipping each fixture once per session."""
+    cache: dict[str, UnzippedFixture] = {}
+
+    def get(name: str) -> UnzippedFixture:
+        if name not in cache:
+            dest = fixtures_root / name
+            with zipfile.ZipFile(FIXTURES / "tables" / f"{name}.zip") as z:
+                z.extractall(dest)
+            cache[name] = UnzippedFixture(dest)
+        return cache[name]
+
+    return get

@@ -119,10 +119,13 @@ def fold_log_records(log: LogRecords, rules: MergeRules) -> Folded:
         keep = _keep_newer(rules, log, old, new)
         winner[groups] = np.where(keep, new, old)
         for col, src in source.items():
-            # a partial version replaces only the columns its block carried; a delete replaces all
-            takes = keep & (~log.absent[col][new] | log.is_delete[new])
+            # a partial version supplies only the columns its block carried (a delete supplies all): the winner's
+            # carried columns win, a column the winner lacks comes from the loser when the loser carries it
             prev = src[groups]
-            src[groups] = np.where(takes, new, np.where(keep & log.is_delete[prev], new, prev))
+            new_has = ~log.absent[col][new] | log.is_delete[new]
+            prev_has = ~log.absent[col][prev] | log.is_delete[prev]
+            takes = np.where(keep, new_has | log.is_delete[prev], ~prev_has & new_has)
+            src[groups] = np.where(takes, new, prev)
     keys = log.keys.take(pa.array(winner, type=pa.int64())) if n else log.keys.slice(0, 0)
     return Folded(keys, winner, source, first_seen)
 

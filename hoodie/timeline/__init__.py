@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..config import TableConfig
 from ..storage import Storage
 from .active import ActiveTimeline, TimelineEntry
+from .archived import ArchivedTimeline
 from .instant import Action, Instant, State
 from .metadata import CommitMetadata
 
@@ -21,7 +22,9 @@ class Timeline:
         self.storage = storage
         self.config = config
         self.active = active
+        self.archived = ArchivedTimeline(storage, config)
         self._first_write = active.first_write_time()
+        self._archived_writes: dict[str, TimelineEntry] | None = None
 
     @classmethod
     def load(cls, storage: Storage, config: TableConfig) -> "Timeline":
@@ -32,8 +35,21 @@ class Timeline:
     def entries(self) -> list[TimelineEntry]:
         return self.active.entries
 
-    def completed_writes(self) -> list[TimelineEntry]:
-        return self.active.completed_writes()
+    def completed_writes(self, include_archived: bool = False) -> list[TimelineEntry]:
+        """Completed writes in requested-time order; archived ones first when asked for (read lazily)."""
+        active = self.active.completed_writes()
+        if not include_archived:
+            return active
+        older = [e for t, e in sorted(self._archived().items()) if self._first_write is None or t < self._first_write]
+        return older + active
+
+    def _archived(self) -> dict[str, TimelineEntry]:
+        if self._archived_writes is None:
+            self._archived_writes = {
+                a.requested_time: TimelineEntry(Instant(a.requested_time, a.action, State.COMPLETED,
+                                                        a.completion_time or a.requested_time), None, ())
+                for a in self.archived.instants if a.is_write}
+        return self._archived_writes
 
     def latest_write_time(self) -> str | None:
         writes = self.completed_writes()
@@ -55,12 +71,21 @@ class Timeline:
         e = self.active.get(instant_time)
         if e is not None:
             return e.completion_time if e.is_completed else None
-        # archived: completed before every active instant; its requested time is the best lower bound known
-        return instant_time if self.is_archived(instant_time) else None
+        if not self.is_archived(instant_time):
+            return None
+        archived = self._archived().get(instant_time)
+        # an archived instant completed before every active one; its requested time is a lower bound
+        return archived.completion_time if archived is not None else instant_time
 
     # -- metadata --------------------------------------------------------------------------------------------
     def commit_metadata(self, instant_time: str) -> CommitMetadata:
-        return self.active.commit_metadata(instant_time)
+        """Metadata of a completed write, wherever it lives (active first, then the archive)."""
+        if self.active.get(instant_time) is not None or not self.is_archived(instant_time):
+            return self.active.commit_metadata(instant_time)
+        for a in self.archived.instants:
+            if a.requested_time == instant_time and a.is_write:
+                return self.archived.commit_metadata(a)
+        raise KeyError(f"{self.storage.url}: instant {instant_time} is neither active nor archived")
 
     def pending_compaction_times(self) -> set[str]:
         return {e.requested_time for e in self.active.pending_compactions()}

@@ -1,0 +1,161 @@
+"""The archived timeline: completed instants moved out of the active timeline by the archiver.
+
+Table v6 keeps them in ``.hoodie/archived/.commits_.archive.N_<token>``, Hudi log files whose Avro data blocks
+hold ``HoodieArchivedMetaEntry`` records (spec §6.1). Table v8/v9 keeps an LSM tree in
+``.hoodie/timeline/history/``: ``_version_`` names the current ``manifest_<N>``, which lists parquet files of
+``HoodieLSMTimelineInstant`` rows whose ``metadata`` column holds the original instant file bytes (§6.2).
+Both are read lazily, only when a reader asks for instants older than the active timeline.
+"""
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+import struct
+from dataclasses import dataclass
+
+import fastavro
+import pyarrow.parquet as pq
+
+from ..config import TableConfig
+from ..errors import CorruptFileError
+from ..logfile.format import BlockType
+from ..logfile.reader import iter_blocks
+from ..storage import Storage
+from .instant import WRITE_ACTIONS, Action
+from .metadata import CommitMetadata, decode_metadata_bytes, parse_commit_metadata
+
+log = logging.getLogger("hoodie.timeline")
+
+_LSM_FILE = re.compile(r"^(\d+)_(\d+)_(\d+)\.parquet$")
+_V6_ARCHIVE = re.compile(r"^\.commits_\.archive\.(\d+)(_.*)?$")
+_ACTIONS = {a.value: a for a in Action}
+#: HoodieArchivedMetaEntry field holding the completed metadata of each action (ArchivedTimelineV1.getMetadataKey)
+_V6_METADATA_FIELD = {"commit": "hoodieCommitMetadata", "deltacommit": "hoodieCommitMetadata",
+                      "replacecommit": "hoodieReplaceCommitMetadata", "clean": "hoodieCleanMetadata",
+                      "rollback": "hoodieRollbackMetadata", "savepoint": "hoodieSavePointMetadata"}
+
+
+@dataclass(frozen=True)
+class ArchivedInstant:
+    requested_time: str
+    completion_time: str | None
+    action: Action
+    metadata: bytes | dict | None  # raw instant-file bytes (LSM) or the decoded Avro record (v6)
+
+    @property
+    def is_write(self) -> bool:
+        return self.action in WRITE_ACTIONS
+
+
+class ArchivedTimeline:
+    """Completed instants of the archive, in requested-time order."""
+
+    def __init__(self, storage: Storage, config: TableConfig):
+        self.storage = storage
+        self.config = config
+        self._instants: list[ArchivedInstant] | None = None
+
+    @property
+    def instants(self) -> list[ArchivedInstant]:
+        if self._instants is None:
+            loaded = self._load_lsm() if self.config.timeline_layout >= 2 else self._load_v6()
+            self._instants = sorted(loaded, key=lambda i: (i.requested_time, i.action.value))
+        return self._instants
+
+    def commit_metadata(self, instant: ArchivedInstant) -> CommitMetadata:
+        where = f"{self.storage.url}/{self.config.archive_dir} instant {instant.requested_time}"
+        return parse_commit_metadata(instant.metadata or {}, where)
+
+    # -- LSM (v8/v9) -----------------------------------------------------------------------------------------
+    def _load_lsm(self) -> list[ArchivedInstant]:
+        folder = self.config.archive_dir
+        files = self._lsm_manifest_files(folder)
+        out = []
+        for name in files:
+            rel = f"{folder}/{name}"
+            try:
+                with self.storage.open(rel) as f:
+                    t = pq.read_table(f, columns=["instantTime", "completionTime", "action", "metadata"])
+            except FileNotFoundError:
+                raise CorruptFileError(f"{self.storage.url}/{rel}: listed in the LSM manifest but missing") from None
+            except Exception as e:
+                raise CorruptFileError(f"{self.storage.url}/{rel}: unreadable LSM timeline file ({e})") from None
+            for row in t.to_pylist():
+                action = _ACTIONS.get(row["action"] or "")
+                if action is None or not row["instantTime"]:
+                    continue
+                out.append(ArchivedInstant(row["instantTime"], row["completionTime"], action, row["metadata"]))
+        return out
+
+    def _lsm_manifest_files(self, folder: str) -> list[str]:
+        version = None
+        try:
+            version = int(self.storage.read_bytes(f"{folder}/_version_").decode().strip())
+        except FileNotFoundError:
+            pass
+        except ValueError:
+            log.warning("%s/%s/_version_ is unreadable; using the newest manifest", self.storage.url, folder)
+        if version is None:
+            manifests = [int(i.path.rsplit("_", 1)[-1]) for i in self.storage.list_dir(folder)
+                         if re.search(r"/manifest_\d+$", i.path)]
+            if not manifests:
+                return []
+            version = max(manifests)
+        rel = f"{folder}/manifest_{version}"
+        try:
+            manifest = json.loads(self.storage.read_bytes(rel))
+            names = [f["fileName"] for f in manifest.get("files", [])]
+        except (FileNotFoundError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise CorruptFileError(f"{self.storage.url}/{rel}: unreadable LSM manifest ({e})") from None
+        bad = [n for n in names if not isinstance(n, str) or not _LSM_FILE.match(n)]
+        if bad:
+            raise CorruptFileError(f"{self.storage.url}/{rel}: manifest lists invalid file names {bad[:3]}")
+        return names
+
+    # -- archive log files (v6) ------------------------------------------------------------------------------
+    def _load_v6(self) -> list[ArchivedInstant]:
+        folder = self.config.archive_dir
+        files = []
+        for info in self.storage.list_dir(folder):
+            m = _V6_ARCHIVE.match(info.path.rsplit("/", 1)[-1])
+            if m:
+                files.append((int(m.group(1)), info.path))
+        out: dict[tuple[str, str], ArchivedInstant] = {}
+        for _, rel in sorted(files):
+            for block in iter_blocks(self.storage.read_bytes(rel), f"{self.storage.url}/{rel}"):
+                if block.type is not BlockType.AVRO_DATA:
+                    continue
+                for rec in _avro_block_records(block):
+                    state = (rec.get("actionState") or "COMPLETED").upper()
+                    action = _ACTIONS.get(rec.get("actionType") or "")
+                    if state != "COMPLETED" or action is None or not rec.get("commitTime"):
+                        continue
+                    md = rec.get(_V6_METADATA_FIELD.get(action.value, ""))
+                    out[(rec["commitTime"], action.value)] = ArchivedInstant(
+                        rec["commitTime"], rec.get("stateTransitionTime"), action, md)
+        return list(out.values())
+
+
+def _avro_block_records(block) -> list[dict]:
+    """Decode an Avro data block's records as dicts (archive entries are nested; Arrow is not needed here)."""
+    content = bytes(block.content)
+    where = f"{block.path}@{block.offset}"
+    if len(content) < 8:
+        raise CorruptFileError(f"{where}: Avro data block too short")
+    _version, count = struct.unpack_from(">ii", content, 0)
+    schema = fastavro.parse_schema(json.loads(block.schema_json))
+    buf, pos, out = memoryview(content), 8, []
+    for _ in range(max(count, 0)):
+        if pos + 4 > len(content):
+            raise CorruptFileError(f"{where}: record count {count} exceeds the block")
+        (length,) = struct.unpack_from(">i", content, pos)
+        if length < 0 or pos + 4 + length > len(content):
+            raise CorruptFileError(f"{where}: record length {length} exceeds the block")
+        out.append(fastavro.schemaless_reader(io.BytesIO(buf[pos + 4:pos + 4 + length]), schema, None))
+        pos += 4 + length
+    return out
+
+
+__all__ = ["ArchivedTimeline", "ArchivedInstant", "decode_metadata_bytes"]

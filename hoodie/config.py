@@ -259,7 +259,7 @@ def load_table_config(storage: Storage) -> TableConfig:
         try:
             text = storage.read_bytes(rel).decode("latin-1")
         except FileNotFoundError as e:
-            last_error = e
+            last_error = last_error or e  # a damaged main file is the more useful error
             continue
         props = parse_java_properties(text)
         if not props:

@@ -1,0 +1,102 @@
+"""hoodie.properties parsing (Java escapes, checksum, backup file) and the derived table configuration."""
+from __future__ import annotations
+
+import zlib
+
+import fsspec
+import pytest
+
+from hoodie.config import MergeMode, TableConfig, load_table_config, parse_java_properties
+from hoodie.errors import CorruptFileError, UnsupportedTableError
+from hoodie.storage import Storage
+
+
+def test_java_properties_escapes_and_continuations():
+    text = ("#comment\n! also comment\n"
+            "a=1\n"
+            "b\\:c = x\\=y\\:z\n"
+            "uni=caf\\u00e9\n"
+            "long=one,\\\n    two\n"
+            "back=C\\\\dir\n"
+            "spaced  value with spaces\n"
+            "colon:v\n"
+            "empty=\n")
+    p = parse_java_properties(text)
+    assert p == {"a": "1", "b:c": "x=y:z", "uni": "café", "long": "one,two", "back": "C\\dir",
+                 "spaced": "value with spaces", "colon": "v", "empty": ""}
+
+
+def _write(url: str, text: str, name: str = "hoodie.properties") -> Storage:
+    s = Storage(url)
+    s.fs.makedirs(s.full(".hoodie"), exist_ok=True)
+    with s.fs.open(s.full(f".hoodie/{name}"), "wb") as f:
+        f.write(text.encode("latin-1"))
+    return s
+
+
+BASE = ("hoodie.table.name=t\nhoodie.table.type=MERGE_ON_READ\nhoodie.table.version={v}\n"
+        "hoodie.table.recordkey.fields=id\nhoodie.table.partition.fields=region\\:SIMPLE\n")
+
+
+def test_v6_payload_decides_merge_mode_and_missing_payload_means_overwrite_with_latest():
+    s = _write("memory://cfg-v6", BASE.format(v=6) + "hoodie.table.precombine.field=ts\n"
+               "hoodie.compaction.record.merger.strategy=eeb8d96f-b1e4-49fd-bbf8-28ac514178e5\n")
+    c = load_table_config(s)
+    # 0.x: eeb8d96f was the payload-based default merger, so the (absent → default) payload decides
+    assert c.merge_mode is MergeMode.COMMIT_TIME_ORDERING
+    assert c.partition_fields == ["region"] and c.ordering_fields == ["ts"] and c.timeline_layout == 1
+    s = _write("memory://cfg-v6b", BASE.format(v=6) + "hoodie.table.precombine.field=ts\n"
+               "hoodie.compaction.payload.class=org.apache.hudi.common.model.DefaultHoodieRecordPayload\n")
+    assert load_table_config(s).merge_mode is MergeMode.EVENT_TIME_ORDERING
+
+
+def test_v9_strategy_and_ordering_fields():
+    s = _write("memory://cfg-v9", BASE.format(v=9) + "hoodie.table.ordering.fields=ts,seq\n"
+               "hoodie.record.merge.strategy.id=eeb8d96f-b1e4-49fd-bbf8-28ac514178e5\n")
+    c = load_table_config(s)
+    assert c.merge_mode is MergeMode.EVENT_TIME_ORDERING and c.ordering_fields == ["ts", "seq"]
+    assert c.timeline_dir == ".hoodie/timeline" and c.archive_dir == ".hoodie/timeline/history"
+    # event-time ordering without an ordering field degrades to commit-time ordering, as Hudi does
+    s = _write("memory://cfg-v9b", BASE.format(v=9) + "hoodie.record.merge.mode=EVENT_TIME_ORDERING\n")
+    assert load_table_config(s).merge_mode is MergeMode.COMMIT_TIME_ORDERING
+
+
+@pytest.mark.parametrize("extra,needle", [
+    ("hoodie.table.base.file.format=LANCE\n", "hoodie.table.base.file.format=LANCE"),
+    ("hoodie.record.merge.mode=CUSTOM\n", "hoodie.record.merge.mode=CUSTOM"),
+    ("hoodie.bootstrap.base.path=/x\n", "hoodie.bootstrap.base.path"),
+])
+def test_unsupported_features_name_table_and_property(extra, needle):
+    s = _write(f"memory://cfg-unsup-{abs(hash(extra))}", BASE.format(v=9) + extra)
+    with pytest.raises(UnsupportedTableError) as e:
+        load_table_config(s)
+    assert needle in str(e.value) and "cfg-unsup" in str(e.value)
+
+
+def test_old_table_version_is_refused():
+    s = _write("memory://cfg-v5", BASE.format(v=5))
+    with pytest.raises(UnsupportedTableError, match=r"hoodie.table.version=5"):
+        load_table_config(s)
+
+
+def test_checksum_mismatch_falls_back_to_backup_then_fails():
+    good = zlib.crc32(b"db.t")
+    text = BASE.format(v=9) + "hoodie.database.name=db\nhoodie.table.checksum={c}\n"
+    s = _write("memory://cfg-sum", text.format(c=good + 1))
+    with pytest.raises(CorruptFileError, match="checksum"):
+        load_table_config(s)
+    _write("memory://cfg-sum", text.format(c=good), name="hoodie.properties.backup")
+    assert load_table_config(s).name == "t"
+
+
+def test_not_a_table():
+    fsspec.filesystem("memory").makedirs("/empty-dir", exist_ok=True)
+    with pytest.raises(UnsupportedTableError, match="not a Hudi table"):
+        load_table_config(Storage("memory://empty-dir"))
+
+
+def test_every_fixture_config_loads(unzip_fixture):
+    from conftest import fixture_names
+    for name in fixture_names():
+        c = load_table_config(Storage(str(unzip_fixture(name).table)))
+        assert isinstance(c, TableConfig) and c.version in (6, 8, 9), name

@@ -40,6 +40,7 @@ class ScanStats:
     corrupt_blocks: int = 0
     rollback_blocks: int = 0
     skipped_blocks: int = 0
+    spilled_bytes: int = 0
 
 
 def scan_blocks(storage: Storage, log_paths: Iterable[str], max_instant: str | None,

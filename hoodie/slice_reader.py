@@ -21,6 +21,7 @@ from .logfile.blocks import decode_data_block, decode_delete_block
 from .logfile.format import BlockType, HeaderKey, LogBlock
 from .merge import LogRecords, MergeRules, merge_with_base
 from .scanner import InstantRange, ScanStats, scan_blocks
+from .spill import DEFAULT_BUDGET_BYTES, SpillBuffer
 from .table import IS_DELETED, OPERATION, RECORD_KEY, HudiTable
 
 
@@ -57,6 +58,8 @@ class SliceRead:
     instant_range: InstantRange | None = None
     merge_type: MergeType = MergeType.PAYLOAD_COMBINE
     read_optimized: bool = False
+    #: log records held in memory per slice before they spill to disk
+    memory_budget: int = DEFAULT_BUDGET_BYTES
 
     def key_array(self, t: pa.Table) -> pa.Array:
         cfg = self.table.config
@@ -95,7 +98,7 @@ def read_slice(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None) ->
     is_committed = req.table.timeline.is_committed if cfg.version < 8 else None
     blocks = scan_blocks(storage, [lf.path for lf in fs.log_files], req.max_instant, is_committed,
                          req.instant_range if cfg.version < 8 else None, stats)
-    log = _log_records(req, blocks)
+    log = _log_records(req, blocks, stats)
     if req.merge_type is MergeType.SKIP_MERGE:
         parts = [t for t in (base, log.table.filter(pa.array(~log.is_delete)) if log else None) if t is not None]
         out = pa.concat_tables(parts) if parts else req.schema.empty_table()
@@ -123,10 +126,11 @@ def _filter_range(req: SliceRead, t: pa.Table) -> pa.Table:
     return t.filter(pc.fill_null(mask, False))
 
 
-def _log_records(req: SliceRead, blocks: list[LogBlock]) -> LogRecords | None:
+def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None) -> LogRecords | None:
     """All counted log records of a slice as one aligned table plus the per-record merge flags."""
     schema = req.schema
-    tables, is_delete, ctd, from_block, absent_cols = [], [], [], [], {}
+    buffer = SpillBuffer(req.memory_budget)
+    keys, ordering, is_delete, ctd, from_block, absent_cols = [], [], [], [], [], {}
     partial_rows: list[tuple[int, int, set[str]]] = []
     offset = 0
     for block in blocks:
@@ -141,20 +145,25 @@ def _log_records(req: SliceRead, blocks: list[LogBlock]) -> LogRecords | None:
             from_block.append(np.zeros(t.num_rows, bool))
             if block.header.get(HeaderKey.IS_PARTIAL, "").lower() == "true":
                 partial_rows.append((offset, t.num_rows, set(raw.column_names)))
-        tables.append(t)
+        buffer.append(t)
+        keys.append(req.key_array(t))
+        ordering.append(req.ordering_arrays(t))
         is_delete.append(d)
         ctd.append(c)
         offset += t.num_rows
-    if not tables:
+    table = buffer.table()
+    if table is None:
         return None
-    table = pa.concat_tables(tables)
+    if stats is not None:
+        stats.spilled_bytes += buffer.spilled_bytes
     if partial_rows:
         for name in schema.names:
             mask = np.zeros(offset, bool)
             for start, n, carried in partial_rows:
                 mask[start:start + n] = name not in carried
             absent_cols[name] = mask
-    return LogRecords(table=table, keys=req.key_array(table), ordering=req.ordering_arrays(table),
+    return LogRecords(table=table, keys=pa.concat_arrays(keys),
+                      ordering=[pa.concat_arrays(list(cols)) for cols in zip(*ordering)],
                       is_delete=np.concatenate(is_delete), commit_time_delete=np.concatenate(ctd),
                       from_delete_block=np.concatenate(from_block), absent=absent_cols)
 

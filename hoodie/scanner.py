@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .logfile.format import BlockType, LogBlock
-from .logfile.reader import read_log_file
+from .logfile.reader import iter_blocks
 from .storage import Storage
 
 log = logging.getLogger("hoodie.scanner")
@@ -43,18 +43,20 @@ class ScanStats:
     spilled_bytes: int = 0
 
 
-def scan_blocks(storage: Storage, log_paths: Iterable[str], max_instant: str | None,
+def scan_blocks(storage: Storage, log_files: Iterable[tuple[str, int | None]], max_instant: str | None,
                 is_committed: Callable[[str], bool] | None, instant_range: InstantRange | None = None,
                 stats: ScanStats | None = None) -> list[LogBlock]:
     """The data and delete blocks to merge, oldest first.
 
-    ``is_committed`` is the v6 timeline check (None on v8/v9, whose uncommitted log files were already
-    dropped by the file-system view).
+    ``log_files`` are (path, size) pairs: only the first ``size`` bytes of a file are read when a size is given,
+    so a v6 log file that a later write appended to reads exactly as it was planned. ``is_committed`` is the
+    v6 timeline check (None on v8/v9, whose uncommitted log files were already dropped by the file-system view).
     """
     stats = stats if stats is not None else ScanStats()
     queue: list[LogBlock] = []
-    for path in log_paths:
-        for block in read_log_file(storage, path):
+    for path, size in log_files:
+        data = storage.read_bytes(path)
+        for block in iter_blocks(data[:size] if size else data, path):
             stats.blocks += 1
             if block.type is BlockType.CORRUPT:
                 stats.corrupt_blocks += 1

@@ -96,7 +96,7 @@ def read_slice(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None) ->
         return _filter_range(req, base if base is not None else req.schema.empty_table())
     cfg = req.table.config
     is_committed = req.table.timeline.is_committed if cfg.version < 8 else None
-    blocks = scan_blocks(storage, [lf.path for lf in fs.log_files], req.max_instant, is_committed,
+    blocks = scan_blocks(storage, [(lf.path, lf.size) for lf in fs.log_files], req.max_instant, is_committed,
                          req.instant_range if cfg.version < 8 else None, stats)
     log = _log_records(req, blocks, stats)
     if req.merge_type is MergeType.SKIP_MERGE:

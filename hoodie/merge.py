@@ -131,14 +131,17 @@ def fold_log_records(log: LogRecords, rules: MergeRules) -> Folded:
 
 
 def merge_with_base(base: pa.Table | None, base_keys: pa.Array | None, base_ordering: list[pa.Array] | None,
-                    log: LogRecords | None, rules: MergeRules) -> pa.Table:
+                    log: LogRecords | None, rules: MergeRules,
+                    with_deletes: bool = False) -> tuple[pa.Table, pa.Table | None]:
     """Final merge: base rows in file order (updated or dropped), then log-only inserts in first-seen order.
 
     Only the first base row of a key is merged (Hudi consumes the key's log record); later duplicates of the
-    key in the base file are returned as they are, as Spark + Hudi do.
+    key in the base file are returned as they are, as Spark + Hudi do. With ``with_deletes``, also the deleted
+    keys: their last known values (the base row, else the delete record) carrying the delete's commit time.
     """
     if log is None or len(log) == 0:
-        return base if base is not None else pa.table({})
+        rows = base if base is not None else pa.table({})
+        return rows, (rows.slice(0, 0) if with_deletes else None)
     folded = fold_log_records(log, rules)
     nb = base.num_rows if base is not None else 0
     matched_rows, slot = np.array([], np.int64), np.array([], np.int64)
@@ -160,8 +163,9 @@ def merge_with_base(base: pa.Table | None, base_keys: pa.Array | None, base_orde
     row_src = np.where(choice[keep_rows] >= 0, nb + choice[keep_rows], keep_rows)
     row_src = np.r_[row_src, nb + folded.winner[inserts]].astype(np.int64)
     combined = pa.concat_tables([base, log.table]) if base is not None else log.table
+    deleted = _deleted_rows(combined, nb, choice, matched_rows, rec, log, folded, consumed) if with_deletes else None
     if not folded.column_source:
-        return combined.take(pa.array(row_src, type=pa.int64()))
+        return combined.take(pa.array(row_src, type=pa.int64())), deleted
     # partial updates: each column takes its own source record; a column no version carried keeps the base row
     base_row = np.r_[keep_rows, np.full(len(inserts), -1)].astype(np.int64)
     slot_of_record = np.full(len(log), -1, dtype=np.int64)
@@ -175,7 +179,23 @@ def merge_with_base(base: pa.Table | None, base_keys: pa.Array | None, base_orde
             missing = log.absent[name][cand] & ~log.is_delete[cand] & (base_row[from_log] >= 0)
             src[from_log] = np.where(missing, base_row[from_log], nb + cand)
         columns.append(combined.column(name).take(pa.array(src, type=pa.int64())))
-    return pa.Table.from_arrays(columns, schema=combined.schema)
+    return pa.Table.from_arrays(columns, schema=combined.schema), deleted
+
+
+def _deleted_rows(combined: pa.Table, nb: int, choice: np.ndarray, matched_rows: np.ndarray, rec: np.ndarray,
+                  log: LogRecords, folded: Folded, consumed: np.ndarray) -> pa.Table:
+    """Deleted keys with their last known values and the commit time of the delete."""
+    dropped_at = choice[matched_rows] == -2
+    dropped = matched_rows[dropped_at]
+    base_rows = combined.take(pa.array(dropped, type=pa.int64()))
+    log_only = folded.winner[~consumed & log.is_delete[folded.winner]]
+    deleting = np.r_[rec[dropped_at], log_only].astype(np.int64)
+    rows = pa.concat_tables([base_rows, combined.take(pa.array(nb + log_only, type=pa.int64()))])
+    if "_hoodie_commit_time" in rows.column_names:
+        idx = rows.schema.get_field_index("_hoodie_commit_time")
+        times = log.table.column("_hoodie_commit_time").take(pa.array(deleting, type=pa.int64()))
+        rows = rows.set_column(idx, rows.schema.field(idx), times)
+    return rows
 
 
 def _valid(arr: pa.Array) -> np.ndarray:

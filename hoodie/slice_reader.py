@@ -22,7 +22,7 @@ from .logfile.format import BlockType, HeaderKey, LogBlock
 from .merge import LogRecords, MergeRules, merge_with_base
 from .scanner import InstantRange, ScanStats, scan_blocks
 from .spill import DEFAULT_BUDGET_BYTES, SpillBuffer
-from .table import IS_DELETED, OPERATION, RECORD_KEY, HudiTable
+from .table import COMMIT_TIME, IS_DELETED, OPERATION, RECORD_KEY, HudiTable
 
 
 class MergeType(str, enum.Enum):
@@ -85,7 +85,14 @@ class SliceRead:
 
 def read_slice(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None) -> pa.Table:
     """The rows of one file slice under ``req``, in deterministic order, with ``req.schema`` exactly."""
+    return read_slice_changes(req, fs, stats, with_deletes=False)[0]
+
+
+def read_slice_changes(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None,
+                       with_deletes: bool = True) -> tuple[pa.Table, pa.Table | None]:
+    """Rows of the slice and, with ``with_deletes``, the keys deleted in range with their last known values."""
     storage = req.table.storage
+    empty = req.schema.empty_table()
     base = None
     if fs.base_file is not None:
         with storage.open(fs.base_file.path) as f:
@@ -93,21 +100,23 @@ def read_slice(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None) ->
             present = [c for c in req.schema.names if c in pf.schema_arrow.names]
             base = align(pf.read(columns=present), req.schema)
     if req.read_optimized or not fs.log_files:
-        return _filter_range(req, base if base is not None else req.schema.empty_table())
+        return _filter_range(req, base if base is not None else empty), (empty if with_deletes else None)
     cfg = req.table.config
     is_committed = req.table.timeline.is_committed if cfg.version < 8 else None
     blocks = scan_blocks(storage, [(lf.path, lf.size) for lf in fs.log_files], req.max_instant, is_committed,
                          req.instant_range if cfg.version < 8 else None, stats)
     log = _log_records(req, blocks, stats)
+    deleted = empty if with_deletes else None
     if req.merge_type is MergeType.SKIP_MERGE:
         parts = [t for t in (base, log.table.filter(pa.array(~log.is_delete)) if log else None) if t is not None]
-        out = pa.concat_tables(parts) if parts else req.schema.empty_table()
+        out = pa.concat_tables(parts) if parts else empty
     elif log is None:
-        out = base if base is not None else req.schema.empty_table()
+        out = base if base is not None else empty
     else:
-        out = merge_with_base(base, req.key_array(base) if base is not None else None,
-                              req.ordering_arrays(base) if base is not None else None, log, merge_rules(cfg))
-    return _filter_range(req, out)
+        out, deleted = merge_with_base(base, req.key_array(base) if base is not None else None,
+                                       req.ordering_arrays(base) if base is not None else None, log,
+                                       merge_rules(cfg), with_deletes)
+    return _filter_range(req, out), (_filter_range(req, deleted) if deleted is not None else None)
 
 
 def _filter_range(req: SliceRead, t: pa.Table) -> pa.Table:
@@ -188,6 +197,8 @@ def _delete_table(req: SliceRead, block: LogBlock) -> tuple[pa.Table, np.ndarray
         cols[RECORD_KEY] = pa.array(dr.record_keys, pa.string())
     if "_hoodie_partition_path" in req.schema.names:
         cols["_hoodie_partition_path"] = pa.array(dr.partition_paths, pa.string())
+    if COMMIT_TIME in req.schema.names:
+        cols[COMMIT_TIME] = pa.array([block.instant_time] * n, pa.string())
     if len(cfg.record_key_fields) == 1 and cfg.record_key_fields[0] in req.schema.names and RECORD_KEY not in cols:
         f = req.schema.field(cfg.record_key_fields[0])
         cols[f.name] = pa.array(dr.record_keys, pa.string()).cast(f.type)

@@ -18,8 +18,8 @@ Both decoders read the same *decode schema*, which has the writer schema's binar
 decode: no properties that do not change the encoding (doc, default, aliases, ``avro.java.string``, ...), no
 date/time/timestamp/uuid logical types (both decoders return the raw ints and strings and one set of Arrow
 casts makes the target types), and every ``map<V>`` written as ``array<record{key: string, value: V}>`` (the
-same bytes; polars cannot decode maps, and the entries' Arrow layout is a map's, so a zero-copy view turns
-them back). Decimals keep their logical type: both decoders turn the two's-complement bytes into decimals.
+same bytes; polars cannot decode maps; the entries become a map again at the end, without copying). Decimals
+keep their logical type: both decoders turn the two's-complement bytes into decimals.
 
 The block structure (lengths, record count) is validated before either decoder runs. Any failure of the fast
 decoder (polars error or panic, lost record boundaries) hands the block to the reference decoder, which
@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 
 import fastavro
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, UnsupportedTableError
 
@@ -124,8 +125,9 @@ class _SchemaConverter:
             return self._record(node, namespace, where)
         if kind == "enum":
             name = self._define(node, namespace, where)
+            # polars panics ("entered unreachable code") on an enum anywhere below a union
             result = _Converted(pa.string(), pa.string(), pa.string(), False,
-                                {"type": "enum", "name": name, "symbols": node.get("symbols")}, True)
+                                {"type": "enum", "name": name, "symbols": node.get("symbols")}, False)
             self._named[name] = result
             return result
         if kind == "fixed":
@@ -152,9 +154,10 @@ class _SchemaConverter:
         if len(branches) > 2 or isinstance(others[0], list):
             raise UnsupportedTableError(f"Avro schema: invalid union at {where}: {branches!r:.200}")
         inner = self.convert(others[0], namespace, where)
-        # Keep the branch order: the encoded branch index refers to it.
+        # Keep the branch order: the encoded branch index refers to it. polars cannot decode [T] unions.
         decode_json = [b if b == "null" else inner.decode_json for b in branches]
-        return inner._replace(nullable=len(branches) == 2, decode_json=decode_json)
+        return inner._replace(nullable=len(branches) == 2, decode_json=decode_json,
+                              polars_ok=inner.polars_ok and len(branches) == 2)
 
     def _map(self, node: dict, namespace: str, where: str) -> _Converted:
         value = self.convert(node.get("values"), namespace, f"{where}.value")
@@ -260,17 +263,76 @@ def _polars_decimal_ok(decimal: pa.DataType, fixed_size: int | None) -> bool:
     return decimal.precision <= 38 and (fixed_size is None or fixed_size <= 16)
 
 
-def _entries_form(arrow_type: pa.DataType) -> pa.DataType:
-    """``arrow_type`` with every map as the list of key/value structs the decoders produce (same layout)."""
+def _decoded_form(arrow_type: pa.DataType) -> pa.DataType:
+    """``arrow_type`` as the decoders build it: every map as the list of its key/value structs (the decode
+    schema's arrays), and every nested field nullable, because polars puts nulls in the fields of a null
+    struct even where the field cannot be null. :func:`_exact` makes the exact type again."""
     if pa.types.is_map(arrow_type):
-        entries = pa.struct([arrow_type.key_field.with_type(_entries_form(arrow_type.key_type)),
-                             arrow_type.item_field.with_type(_entries_form(arrow_type.item_type))])
-        return pa.list_(pa.field("entries", entries, nullable=False))
+        entries = pa.struct([pa.field("key", _decoded_form(arrow_type.key_type)),
+                             pa.field("value", _decoded_form(arrow_type.item_type))])
+        return pa.list_(pa.field("element", entries))
     if pa.types.is_list(arrow_type):
-        return pa.list_(arrow_type.value_field.with_type(_entries_form(arrow_type.value_type)))
+        return pa.list_(pa.field("element", _decoded_form(arrow_type.value_type)))
     if pa.types.is_struct(arrow_type):
-        return pa.struct([f.with_type(_entries_form(f.type)) for f in arrow_type])
+        return pa.struct([pa.field(f.name, _decoded_form(f.type)) for f in arrow_type])
     return arrow_type
+
+
+def _exact(array: pa.Array, field: pa.Field) -> pa.Array:
+    """``array``, of ``_decoded_form(field.type)``, rebuilt as ``field.type``: maps from their entries, and no
+    nulls in fields that cannot be null (those are below null structs, where any value does). Zero-copy but
+    for validity bitmaps."""
+    arrow_type = field.type
+    mask = array.is_null() if field.nullable and array.null_count else None
+    if pa.types.is_struct(arrow_type):
+        return pa.StructArray.from_arrays([_exact(array.field(i), f) for i, f in enumerate(arrow_type)],
+                                          fields=list(arrow_type), mask=mask)
+    if pa.types.is_map(arrow_type):
+        offsets, entries = _list_parts(array)
+        return pa.MapArray.from_arrays(offsets, _exact(entries.field(0), arrow_type.key_field),
+                                       _exact(entries.field(1), arrow_type.item_field), type=arrow_type, mask=mask)
+    if pa.types.is_list(arrow_type):
+        offsets, values = _list_parts(array)
+        return pa.ListArray.from_arrays(offsets, _exact(values, arrow_type.value_field), type=arrow_type, mask=mask)
+    if array.null_count and not field.nullable:
+        return pa.Array.from_buffers(arrow_type, len(array), [None, *array.buffers()[1:]], offset=array.offset)
+    return array
+
+
+def _list_parts(array: pa.ListArray) -> tuple[pa.Array, pa.Array]:
+    """Offsets from 0 and the values they index, of a list array that may be a slice (``from_arrays`` with a
+    mask takes no sliced offsets)."""
+    offsets = array.offsets
+    first = offsets[0].as_py()
+    if array.offset == 0 and first == 0:
+        return offsets, array.values
+    return pc.subtract(offsets, pa.scalar(first, offsets.type)), array.values.slice(first, offsets[-1].as_py() - first)
+
+
+def _polars_schema(decode_json: dict) -> dict:
+    """The decode schema as polars' Avro reader takes it. polars cannot resolve references to named types,
+    so each reference becomes a copy of the definition, and every named type gets a fresh name so that the
+    copies do not clash (names do not change the encoding)."""
+    definitions: dict[str, dict] = {}
+    fresh_names = itertools.count()
+
+    def copy(node: Any) -> Any:
+        if isinstance(node, str):
+            return copy(definitions[node]) if node in definitions else node
+        if isinstance(node, list):
+            return [copy(branch) for branch in node]
+        if "name" in node:  # record, enum, fixed; the decode schema names them by full name
+            definitions.setdefault(node["name"], node)
+            node = dict(node, name=f"{_OWN_NAMESPACE}.T{next(fresh_names)}")
+        else:
+            node = dict(node)
+        if "fields" in node:
+            node["fields"] = [dict(field, type=copy(field["type"])) for field in node["fields"]]
+        if "items" in node:
+            node["items"] = copy(node["items"])
+        return node
+
+    return copy(decode_json)
 
 
 def _zigzag(value: int) -> bytes:
@@ -296,8 +358,8 @@ class _Plan:
     target: pa.Schema  # the result
     wire: pa.Schema  # what decoded values are (see _Converted.wire)
     raw: pa.Schema  # wire with ints for temporal types (the writer's input)
-    decoded: pa.Schema  # wire in entries form: what both decoders are cast to first
-    staged: pa.Schema  # target in entries form: a view away from the target
+    decoded: pa.Schema  # _decoded_form of wire: what both decoders' values are cast to first
+    staged: pa.Schema  # _decoded_form of target: the casts end here, _exact finishes
     fastavro_schema: Any  # the parsed decode schema
     ocf_header: bytes | None  # OCF header for polars (decode schema + length-prefix field); None: no fast path
     prefix_field: str  # name of the fixed(4) field that swallows each record's length prefix
@@ -329,9 +391,9 @@ def _plan(schema_json: str, columns: tuple[str, ...] | None) -> _Plan:
         prefix_field += "_"
     ocf_header = None
     if polars is not None and record.polars_ok:  # polars infers its schema from every field, projected or not
-        ocf_schema = dict(decode_json, fields=[
-            {"name": prefix_field, "type": {"type": "fixed", "name": f"{_OWN_NAMESPACE}.RecordLength", "size": 4}},
-            *decode_json["fields"]])
+        ocf_schema = _polars_schema(dict(decode_json, fields=[
+            {"name": prefix_field, "type": {"type": "fixed", "name": "RecordLength", "size": 4}},
+            *decode_json["fields"]]))
         meta = {"avro.schema": json.dumps(ocf_schema).encode(), "avro.codec": b"null"}
         ocf_header = (b"Obj\x01" + _zigzag(len(meta))
                       + b"".join(_avro_bytes(k.encode()) + _avro_bytes(v) for k, v in meta.items())
@@ -341,7 +403,7 @@ def _plan(schema_json: str, columns: tuple[str, ...] | None) -> _Plan:
         return pa.schema([field.with_type(form(field.type)) for field in map(struct_type.field, columns)])
 
     return _Plan(columns, projected(record.target), projected(record.wire), projected(record.raw),
-                 projected(record.wire, _entries_form), projected(record.target, _entries_form),
+                 projected(record.wire, _decoded_form), projected(record.target, _decoded_form),
                  fastavro_schema, ocf_header, prefix_field)
 
 
@@ -418,7 +480,7 @@ def _record_lengths(view: memoryview, count: int, path: str) -> array:
 
 
 def _decode_fastavro(plan: _Plan, view: memoryview, lengths: array, path: str) -> pa.Table:
-    """Reference decoder: each record from its own slice, as Hudi's Java reader does. Returns ``plan.decoded``."""
+    """Reference decoder: each record from its own slice, as Hudi's Java reader does; ``plan.decoded`` types."""
     read = fastavro.schemaless_reader
     schema = plan.fastavro_schema
     rows = []
@@ -453,7 +515,7 @@ def _decode_polars(plan: _Plan, view: memoryview, lengths: array) -> pa.Table | 
 
 
 def _to_target(table: pa.Table, plan: _Plan, path: str) -> pa.Table:
-    """Cast decoded values (``plan.decoded``, or polars' large/dictionary variants of it) to the target."""
+    """Decoded values (``plan.decoded``, or polars' large/dictionary variants of it) as the target schema."""
     try:
         if table.schema != plan.decoded:
             table = table.cast(plan.decoded)
@@ -461,8 +523,7 @@ def _to_target(table: pa.Table, plan: _Plan, path: str) -> pa.Table:
             table = table.cast(plan.staged)
     except pa.ArrowInvalid as exc:  # e.g. a timestamp-millis beyond the range of timestamp[us]
         raise CorruptFileError(f"{path}: Avro values out of range for their Arrow type: {exc}") from None
-    if plan.staged == plan.target:
-        return table
     return pa.Table.from_arrays(
-        [pa.chunked_array([chunk.view(field.type) for chunk in column.chunks], field.type)
-         for column, field in zip(table.columns, plan.target)], schema=plan.target)
+        [column if staged.type == field.type
+         else pa.chunked_array([_exact(chunk, field) for chunk in column.chunks], field.type)
+         for column, staged, field in zip(table.columns, plan.staged, plan.target)], schema=plan.target)

@@ -38,8 +38,9 @@ _U16 = struct.Struct(">H")
 _DELETE_SCHEMA = fastavro.parse_schema(DELETE_RECORD_LIST_SCHEMA)
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-#: What a damaged Avro payload makes fastavro or the converters raise.
-_DECODE_ERRORS = (ValueError, EOFError, IndexError, KeyError, TypeError, OverflowError, UnicodeDecodeError)
+#: What fastavro and the date/time conversions raise on a damaged delete payload (IndexError: a union
+#: index past the wrappers; ValueError includes invalid UTF-8).
+_DELETE_DECODE_ERRORS = (ValueError, EOFError, IndexError, OverflowError)
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def decode_delete_block(block: LogBlock) -> DeleteRecords:
         decoded = fastavro.schemaless_reader(buf, _DELETE_SCHEMA, None, return_record_name=True)
         items = decoded["deleteRecordList"]
         unwrapped = [_unwrap(item["orderingVal"]) for item in items]
-    except _DECODE_ERRORS as e:
+    except _DELETE_DECODE_ERRORS as e:
         raise CorruptFileError(f"{block.where()}: undecodable delete records: {e!r}") from e
     if buf.tell() != payload_length:
         raise CorruptFileError(f"{block.where()}: delete records end at byte {buf.tell()} of {payload_length}")
@@ -203,8 +204,8 @@ def _decode_parquet_content(block: LogBlock, columns: Sequence[str] | None) -> p
             present = set(parquet.schema_arrow.names)
             columns = [c for c in columns if c in present]
         return parquet.read(columns=columns)
-    except (pa.ArrowException, OSError) as e:
-        raise CorruptFileError(f"{block.where()}: undecodable parquet block: {e}") from e
+    except (pa.ArrowException, OSError, ValueError) as e:  # ValueError: e.g. a footer string not UTF-8
+        raise CorruptFileError(f"{block.where()}: undecodable parquet block: {e!r}") from e
 
 
 # --- HFile ------------------------------------------------------------------------------------------------

@@ -157,6 +157,13 @@ class _Wrapper:
     record: str
     value_type: Any
 
+    @property
+    def full_name(self) -> str:
+        return f"{_AVRO_NAMESPACE}.{self.record}"
+
+
+#: ``DecimalWrapper`` holds decimal(30, 15): Hudi rescales every decimal ordering value to scale 15.
+DECIMAL_WRAPPER_PRECISION, DECIMAL_WRAPPER_SCALE = 30, 15
 
 #: The ``orderingVal`` union after ``null``, in union order (``HoodieMetadata.avsc``); the position in this
 #: tuple plus one is the union index on disk. ``LocalDateWrapper`` only occurs inside ``ArrayWrapper``.
@@ -169,17 +176,16 @@ ORDERING_WRAPPERS = (
     _Wrapper("bytes", "BytesWrapper", "bytes"),
     _Wrapper("string", "StringWrapper", "string"),
     _Wrapper("date", "DateWrapper", "int"),
-    _Wrapper("decimal", "DecimalWrapper", {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 15}),
+    _Wrapper("decimal", "DecimalWrapper", {"type": "bytes", "logicalType": "decimal",
+                                           "precision": DECIMAL_WRAPPER_PRECISION, "scale": DECIMAL_WRAPPER_SCALE}),
     _Wrapper("time_micros", "TimeMicrosWrapper", {"type": "long", "logicalType": "time-micros"}),
     _Wrapper("timestamp_micros", "TimestampMicrosWrapper", "long"),
     _Wrapper("array", "ArrayWrapper", None),
 )
 _LOCAL_DATE = _Wrapper("date", "LocalDateWrapper", "int")
 #: Full Avro record name -> wrapper, for everything the decoder can meet.
-WRAPPER_BY_RECORD = {f"{_AVRO_NAMESPACE}.{w.record}": w for w in (*ORDERING_WRAPPERS, _LOCAL_DATE)}
+WRAPPER_BY_RECORD = {w.full_name: w for w in (*ORDERING_WRAPPERS, _LOCAL_DATE)}
 WRAPPER_BY_KIND = {w.kind: w for w in ORDERING_WRAPPERS}
-#: Scale of ``DecimalWrapper`` values: Hudi rescales every decimal ordering value to it.
-DECIMAL_WRAPPER_SCALE = 15
 
 
 def _wrapper_schema(w: _Wrapper) -> dict:
@@ -190,7 +196,7 @@ def _wrapper_schema(w: _Wrapper) -> dict:
 def _delete_record_list_schema() -> dict:
     """``HoodieDeleteRecordList.avsc`` (Hudi master), built from :data:`ORDERING_WRAPPERS`."""
     scalars = [_wrapper_schema(w) for w in ORDERING_WRAPPERS if w.kind != "array"]
-    array_items = ["null", *(f"{_AVRO_NAMESPACE}.{w.record}" for w in ORDERING_WRAPPERS if w.kind != "array"),
+    array_items = ["null", *(w.full_name for w in ORDERING_WRAPPERS if w.kind != "array"),
                    _wrapper_schema(_LOCAL_DATE)]
     array = {"type": "record", "name": "ArrayWrapper", "namespace": _AVRO_NAMESPACE,
              "fields": [{"name": "wrappedValues", "type": ["null", {"type": "array", "items": array_items}],

@@ -4,7 +4,9 @@ Hudi frames a block by trusting nothing but three facts: the magic, the ``blockS
 of that size (plus 6) in the block's last eight bytes followed by the next magic or the end of the file.
 A block failing that check is what a crashed writer leaves behind; Hudi turns everything from it to the
 next magic into one CORRUPT block and goes on, and the scanner later drops it. We do the same, so a
-stream sees the blocks Hudi's own readers see.
+stream sees the blocks Hudi's own readers see. (Hudi skips the check on storage with atomic writes, S3
+and the like, HUDI-2118: no partial block can exist there, so only a damaged file tells the difference,
+and Hudi would fail to read that one.)
 
 Inside a block that passed the framing check Hudi trusts every length; we do not. A header, content or
 footer that does not fit the framed span exactly, an unknown block type or header key, or a header value

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from .format import (
     COMMIT_TIME_DELETE,
     CONTENT_VERSION,
+    DECIMAL_WRAPPER_PRECISION,
     DECIMAL_WRAPPER_SCALE,
     DELETE_RECORD_LIST_SCHEMA,
     LOG_FORMAT_VERSION,
@@ -42,8 +43,8 @@ _DELETE_SCHEMA = fastavro.parse_schema(DELETE_RECORD_LIST_SCHEMA)
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _DECIMAL_QUANTUM = decimal.Decimal(1).scaleb(-DECIMAL_WRAPPER_SCALE)
-#: decimal(30, 15) like ``DecimalWrapper``; like Java's ``BigDecimal.setScale(15)`` it refuses to round.
-_DECIMAL_CONTEXT = decimal.Context(prec=30, traps=[decimal.Inexact, decimal.InvalidOperation])
+#: Fits ``DecimalWrapper``; like Java's ``BigDecimal.setScale(15)`` it refuses to round.
+_DECIMAL_CONTEXT = decimal.Context(prec=DECIMAL_WRAPPER_PRECISION, traps=[decimal.Inexact, decimal.InvalidOperation])
 
 
 def encode_block(block_type: BlockType, header: Mapping[HeaderKey, str], content: bytes,
@@ -82,7 +83,7 @@ def encode_parquet_data_block(table: pa.Table, schema_json: str, instant_time: s
     metadata = {**(table.schema.metadata or {}), b"parquet.avro.schema": schema_json.encode(),
                 b"writer.model.name": b"avro"}
     sink = pa.BufferOutputStream()
-    pq.write_table(table.replace_schema_metadata(metadata), sink, compression="gzip", store_schema=False)
+    pq.write_table(table.replace_schema_metadata(metadata), sink, compression="gzip")
     header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema_json}
     return encode_block(BlockType.PARQUET_DATA, header, sink.getvalue().to_pybytes())
 
@@ -143,8 +144,7 @@ def _wrap(value: Any) -> tuple[str, dict] | None:
     if value is None:
         return None
     ordering = _as_ordering(value)
-    wrapper = WRAPPER_BY_KIND[ordering.kind]
-    name = f"org.apache.hudi.avro.model.{wrapper.record}"
+    name = WRAPPER_BY_KIND[ordering.kind].full_name
     if ordering.kind == "array":
         return name, {"wrappedValues": [_wrap(v) for v in ordering.value]}
     return name, {"value": _avro_value(ordering)}
@@ -166,5 +166,6 @@ def _avro_value(ordering: Ordering) -> Any:
         try:
             return decimal.Decimal(value).quantize(_DECIMAL_QUANTUM, context=_DECIMAL_CONTEXT)
         except decimal.DecimalException:
-            raise ValueError(f"ordering value {value} does not fit DecimalWrapper decimal(30,15)") from None
+            raise ValueError(f"ordering value {value} does not fit DecimalWrapper "
+                             f"decimal({DECIMAL_WRAPPER_PRECISION},{DECIMAL_WRAPPER_SCALE})") from None
     return value

@@ -20,11 +20,11 @@ import pyarrow.parquet as pq
 
 from ..config import TableConfig
 from ..errors import CorruptFileError
-from ..logfile.format import BlockType
+from ..logfile.format import CONTENT_VERSION, BlockType, LogBlock
 from ..logfile.reader import iter_blocks
 from ..storage import Storage
 from .instant import WRITE_ACTIONS, Action
-from .metadata import CommitMetadata, decode_metadata_bytes, parse_commit_metadata
+from .metadata import CommitMetadata, parse_commit_metadata
 
 log = logging.getLogger("hoodie.timeline")
 
@@ -138,24 +138,43 @@ class ArchivedTimeline:
         return list(out.values())
 
 
-def _avro_block_records(block) -> list[dict]:
-    """Decode an Avro data block's records as dicts (archive entries are nested; Arrow is not needed here)."""
-    content = bytes(block.content)
-    where = f"{block.path}@{block.offset}"
-    if len(content) < 8:
+def _avro_block_records(block: LogBlock) -> list[dict]:
+    """Decode an Avro data block's records as dicts (archive entries are nested; Arrow is not needed here).
+
+    Content versions as in spec §5.5: version 1 (the oldest archives) has no record count, so its
+    length-prefixed records run to the end of the content. Anything undecodable raises
+    :class:`CorruptFileError` naming the block, like every other error about table content.
+    """
+    content = memoryview(block.content)
+    where = block.where()
+    if len(content) < 4:
         raise CorruptFileError(f"{where}: Avro data block too short")
-    _version, count = struct.unpack_from(">ii", content, 0)
-    schema = fastavro.parse_schema(json.loads(block.schema_json))
-    buf, pos, out = memoryview(content), 8, []
-    for _ in range(max(count, 0)):
+    (version,) = struct.unpack_from(">i", content, 0)
+    if version == 1:
+        pos, count = 4, None
+    elif version in (2, CONTENT_VERSION) and len(content) >= 8:
+        pos, (count,) = 8, struct.unpack_from(">i", content, 4)
+    else:
+        raise CorruptFileError(f"{where}: unknown Avro data block content version {version} or no record count")
+    try:
+        schema = fastavro.parse_schema(json.loads(block.schema_json))
+    except Exception as e:  # missing header, bad JSON or an invalid Avro schema
+        raise CorruptFileError(f"{where}: SCHEMA header is not an Avro schema ({e!r})") from None
+    out: list[dict] = []
+    while (pos < len(content)) if count is None else (len(out) < count):
         if pos + 4 > len(content):
             raise CorruptFileError(f"{where}: record count {count} exceeds the block")
         (length,) = struct.unpack_from(">i", content, pos)
-        if length < 0 or pos + 4 + length > len(content):
-            raise CorruptFileError(f"{where}: record length {length} exceeds the block")
-        out.append(fastavro.schemaless_reader(io.BytesIO(buf[pos + 4:pos + 4 + length]), schema, None))
-        pos += 4 + length
+        end = pos + 4 + length
+        if length < 0 or end > len(content):
+            raise CorruptFileError(f"{where}: record {len(out)} has impossible length {length}")
+        try:
+            out.append(fastavro.schemaless_reader(io.BytesIO(content[pos + 4:end]), schema, None))
+        except Exception as e:  # fastavro raises many types on bytes that do not match the schema
+            raise CorruptFileError(f"{where}: record {len(out)} does not decode with the SCHEMA header "
+                                   f"({e!r})") from None
+        pos = end
     return out
 
 
-__all__ = ["ArchivedTimeline", "ArchivedInstant", "decode_metadata_bytes"]
+__all__ = ["ArchivedTimeline", "ArchivedInstant"]

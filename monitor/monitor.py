@@ -1,0 +1,230 @@
+"""The monitor: which completed instants come next, and the splits that deliver their changes.
+
+It mirrors Hudi Flink's ``StreamReadMonitoringFunction`` + ``IncrementalInputSplits``. The *issued cursor* is
+the last instant already planned. On table v8/v9 instants are taken in completion-time order, so an instant
+that started earlier but completed later is not lost. On table v6 instants are taken in requested-time order
+and never past a pending write (Hudi's BLOCK policy for hollow commits): once it completes it is still ahead
+of the cursor. Compaction and clustering rewrite rows without changing them and are skipped by default
+(they still move the cursor). Splits are one per latest merged file slice of each file group an instant
+wrote, restricted by the partition filter, in (partition, file id) order.
+"""
+from __future__ import annotations
+
+import logging
+import posixpath
+from dataclasses import dataclass, field
+
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict
+
+from hoodie.errors import HoodieError
+from hoodie.fs_view import FileSlice, FileSystemView
+from hoodie.storage import FileInfo
+from hoodie.table import HudiTable
+from hoodie.timeline import Action, TimelineEntry
+
+from .split import LogRef, Split
+
+log = logging.getLogger("hudi_streaming.monitor")
+
+
+class DataLossError(HoodieError):
+    """The range the stream must read next is no longer readable (cleaned files, missing metadata)."""
+
+
+class Cursor(BaseModel):
+    """The last issued instant: its requested time and (v8/v9) completion time."""
+
+    model_config = ConfigDict(frozen=True)
+
+    requested: str
+    completion: str | None = None
+
+
+@dataclass
+class Plan:
+    """The outcome of one poll: splits to deliver, the instants covered, and where the cursor moves."""
+
+    cursor: Cursor | None
+    splits: list[Split] = field(default_factory=list)
+    instants: list[TimelineEntry] = field(default_factory=list)
+    snapshot: bool = False
+    blocked_by: str | None = None  # v6: the pending instant holding the cursor back
+
+
+@dataclass
+class MonitorOptions:
+    skip_compaction: bool = True
+    skip_clustering: bool = True
+    skip_insert_overwrite: bool = False
+    ending_instant: str | None = None
+    partition_filter: dict[str, list[str]] | None = None
+
+
+class StreamMonitor:
+    """Plans splits for a table; holds no state of its own beyond what the caller passes in (the cursor)."""
+
+    def __init__(self, table: HudiTable, options: MonitorOptions):
+        self.table = table
+        self.options = options
+        self.v8 = table.config.version >= 8
+
+    # -- instants ----------------------------------------------------------------------------------------------
+    def _frontier(self, e: TimelineEntry) -> tuple:
+        return (e.completion_time or e.requested_time, e.requested_time) if self.v8 else (e.requested_time,)
+
+    def cursor_of(self, e: TimelineEntry) -> Cursor:
+        return Cursor(requested=e.requested_time, completion=e.completion_time if self.v8 else None)
+
+    def _cursor_key(self, c: Cursor) -> tuple:
+        return (c.completion or c.requested, c.requested) if self.v8 else (c.requested,)
+
+    def completed_after(self, cursor: Cursor | None) -> tuple[list[TimelineEntry], str | None]:
+        """Completed writes after the cursor in frontier order (and, v6, the pending instant blocking more)."""
+        tl = self.table.timeline
+        archived = cursor is not None and tl.is_archived(cursor.requested)
+        entries = tl.completed_writes(include_archived=archived)
+        after = sorted((e for e in entries if cursor is None or self._frontier(e) > self._cursor_key(cursor)),
+                       key=self._frontier)
+        blocked = None
+        if not self.v8:
+            pending = [e.requested_time for e in tl.active.pending_writes()
+                       if not (e.instant.action is Action.COMPACTION or e.planned_as is Action.CLUSTERING)]
+            if pending:
+                blocked = min(pending)
+                after = [e for e in after if e.requested_time < blocked]
+        if self.options.ending_instant:
+            end = self.options.ending_instant
+            after = [e for e in after if self._frontier(e)[0] <= end]
+        return after, blocked
+
+    def latest_cursor(self) -> Cursor | None:
+        done, _ = self.completed_after(None)
+        return self.cursor_of(done[-1]) if done else None
+
+    def cursor_at(self, instant: str) -> Cursor | None:
+        """Cursor just before ``instant`` (a start position given by the user; the instant itself is delivered)."""
+        done, _ = self.completed_after(None)
+        before = [e for e in done if self._frontier(e)[0] < instant]
+        return self.cursor_of(before[-1]) if before else None
+
+    def _emits(self, e: TimelineEntry) -> bool:
+        o, tl = self.options, self.table.timeline
+        if e.is_compaction or (e.action is Action.COMMIT and tl.commit_metadata(e.requested_time).compacted):
+            return not o.skip_compaction
+        if e.action is Action.REPLACE_COMMIT:
+            if tl.is_clustering(e):
+                return not o.skip_clustering
+            return not o.skip_insert_overwrite
+        return not e.is_log_compaction
+
+    # -- planning ----------------------------------------------------------------------------------------------
+    def plan_snapshot(self) -> Plan:
+        """The whole table as of the latest completed instant: the first plan of a stream started at earliest."""
+        done, blocked = self.completed_after(None)
+        if not done:
+            return Plan(cursor=None, blocked_by=blocked)
+        last = done[-1]
+        view = self.table.file_system_view()
+        slices = [s for s in view.latest_merged_slices(last.requested_time) if self._keep(s.partition)]
+        splits = [self._split(s, None, max(e.requested_time for e in done), est_rows=None) for s in slices]
+        return Plan(cursor=self.cursor_of(last), splits=splits, instants=done, snapshot=True, blocked_by=blocked)
+
+    def plan_next(self, cursor: Cursor | None, max_instants: int | None = None) -> Plan:
+        """Splits for the next completed instants after ``cursor`` (at most ``max_instants`` of them)."""
+        after, blocked = self.completed_after(cursor)
+        batch = self._round(after[:max_instants] if max_instants else after)
+        if not batch:
+            return Plan(cursor=cursor, blocked_by=blocked)
+        emitting = [e for e in batch if self._emits(e)]
+        tl = self.table.timeline
+        touched: dict[tuple[str, str], list] = {}
+        for e in emitting:
+            md = tl.commit_metadata(e.requested_time)
+            for part, stats in md.partition_to_write_stats.items():
+                if not self._keep(part):
+                    continue
+                for st in stats:
+                    touched.setdefault((part, st.file_id), []).append((e.requested_time, st))
+        splits = []
+        if touched:
+            max_instant = max(e.requested_time for e in batch)
+            view = self._view_of_partitions({p for p, _ in touched})
+            found = set()
+            for s in view.latest_merged_slices(max_instant, partitions={p for p, _ in touched}):
+                writes = touched.get((s.partition, s.file_id))
+                if not writes:
+                    continue
+                found.add((s.partition, s.file_id))
+                self._check_readable(s, writes)
+                instants = sorted({t for t, _ in writes})
+                est = sum(st.num_writes + st.num_deletes for _, st in writes)
+                splits.append(self._split(s, instants, max_instant, est_rows=est))
+            lost = sorted(set(touched) - found)
+            if lost:
+                raise DataLossError(f"{self.table.url}: file groups {lost[:3]} written by instants "
+                                    f"{[e.requested_time for e in emitting][:5]} are no longer readable "
+                                    "(cleaned or replaced before the stream read them)")
+        return Plan(cursor=self.cursor_of(batch[-1]), splits=splits, instants=batch, blocked_by=blocked)
+
+    def _round(self, instants: list[TimelineEntry]) -> list[TimelineEntry]:
+        """Cut a planning round before the first instant that rewrites file groups without changing data.
+
+        A skipped compaction, clustering or insert overwrite may replace the file groups earlier instants of
+        the round wrote; planning those instants as of the rewrite would read the new groups, which the round
+        does not list. A rewrite therefore forms a round of its own (it moves the cursor, delivers nothing).
+        """
+        for i, e in enumerate(instants):
+            if self._rewrites(e):
+                return instants[:i] if i else instants[:1]
+        return instants
+
+    def _rewrites(self, e: TimelineEntry) -> bool:
+        return e.action in (Action.COMMIT, Action.REPLACE_COMMIT) and not self._emits(e) and (
+            e.is_compaction or e.action is Action.REPLACE_COMMIT
+            or bool(self.table.timeline.commit_metadata(e.requested_time).compacted))
+
+    def _keep(self, partition: str) -> bool:
+        pf = self.options.partition_filter
+        if not pf:
+            return True
+        values = self.table.partition_values(partition)
+        return all(values.get(k) in v for k, v in pf.items())
+
+    def _view_of_partitions(self, partitions: set[str]) -> FileSystemView:
+        """A file-system view over the listed partitions only: planning cost follows what the instants wrote."""
+        storage = self.table.storage
+        files: list[FileInfo] = []
+        for part in sorted(partitions):
+            files.extend(storage.list_dir(part))
+        return FileSystemView(self.table.config, self.table.timeline, files)
+
+    def _check_readable(self, s: FileSlice, writes: list) -> None:
+        """Every file an instant wrote to this group must still be in the slice (else the cleaner removed it)."""
+        have = {posixpath.basename(p) for p in s.files}
+        for instant, st in writes:
+            name = st.file_name
+            written_base = name and not name.startswith(".")
+            if written_base and name not in have and not _superseded(s, name):
+                raise DataLossError(f"{self.table.url}: file {st.path} written by instant {instant} is gone "
+                                    "(cleaned or replaced) before the stream read it")
+
+    def _split(self, s: FileSlice, instants: list[str] | None, max_instant: str, est_rows: int | None) -> Split:
+        if est_rows is None:
+            est_rows = self._footer_rows(s) + sum(1 for _ in s.log_files)
+        return Split(partition=s.partition, file_id=s.file_id, base_instant=s.base_instant,
+                     base_path=s.base_file.path if s.base_file else None,
+                     base_size=s.base_file.size if s.base_file else 0,
+                     logs=[LogRef(path=lf.path, size=lf.size) for lf in s.log_files],
+                     instants=instants, max_instant=max_instant, est_rows=est_rows, est_bytes=s.size)
+
+    def _footer_rows(self, s: FileSlice) -> int:
+        if s.base_file is None:
+            return 0
+        with self.table.storage.open(s.base_file.path) as f:
+            return pq.ParquetFile(f).metadata.num_rows
+
+
+def _superseded(s: FileSlice, base_name: str) -> bool:
+    """A base file written in range may since have been compacted into the slice's newer base file."""
+    return s.base_file is not None and s.base_file.instant > base_name.rsplit("_", 1)[-1].split(".")[0]

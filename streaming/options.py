@@ -1,0 +1,114 @@
+"""The source's options: parsed once from Spark's string options into a validated pydantic model.
+
+Spark hands a Python data source a case-insensitive dict of strings. Every option is declared here with its
+type and default; an unknown name is an error listing the valid ones, because a misspelt
+``maxRowsPerTriger`` silently ignored is how a stream falls over in production. ``hoodie.*`` options and
+storage options (``fs.*``/``storage.*``, passed to fsspec) go through untouched.
+"""
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class ReadMode(str, enum.Enum):
+    UPSERT = "upsert"
+    CHANGELOG = "changelog"
+
+
+class DataLossPolicy(str, enum.Enum):
+    FAIL = "fail"
+    SNAPSHOT = "snapshot"
+
+
+class SourceOptions(BaseModel):
+    """Options of ``spark.readStream.format("hudi_streaming")`` (names as users write them)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    path: str
+    state_location: str | None = Field(default=None, alias="stateLocation")
+    starting_instant: str = Field(default="earliest", alias="startingInstant")
+    ending_instant: str | None = Field(default=None, alias="endingInstant")
+    read_mode: ReadMode = Field(default=ReadMode.UPSERT, alias="readMode")
+    emit_deletes: bool = Field(default=False, alias="emitDeletes")
+    skip_compaction: bool = Field(default=True, alias="skipCompaction")
+    skip_clustering: bool = Field(default=True, alias="skipClustering")
+    skip_insert_overwrite: bool = Field(default=False, alias="skipInsertOverwrite")
+    max_instants_per_trigger: int | None = Field(default=None, alias="maxInstantsPerTrigger", gt=0)
+    max_splits_per_trigger: int | None = Field(default=None, alias="maxSplitsPerTrigger", gt=0)
+    max_rows_per_trigger: int | None = Field(default=None, alias="maxRowsPerTrigger", gt=0)
+    max_bytes_per_trigger: int | None = Field(default=None, alias="maxBytesPerTrigger", gt=0)
+    partitions: str | None = None
+    columns: list[str] | None = None
+    merge_type: str = Field(default="payload_combine", alias="mergeType")
+    mini_batch_size: int = Field(default=65536, alias="miniBatchSize", gt=0)
+    fail_on_data_loss: bool = Field(default=True, alias="failOnDataLoss")
+    hoodie: dict[str, str] = Field(default_factory=dict)
+    storage: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def _split_columns(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [c.strip() for c in v.split(",") if c.strip()] or None
+        return v
+
+    @field_validator("merge_type")
+    @classmethod
+    def _merge_type(cls, v: str) -> str:
+        if v.lower() not in ("payload_combine", "skip_merge"):
+            raise ValueError("must be payload_combine or skip_merge")
+        return v.lower()
+
+    @field_validator("read_mode", mode="before")
+    @classmethod
+    def _lower(cls, v: Any) -> Any:
+        return v.lower() if isinstance(v, str) else v
+
+    def partition_filter(self) -> dict[str, list[str]] | None:
+        """``partitions`` as ``field=v1|v2,field2=v3`` → {field: [values]}."""
+        if not self.partitions:
+            return None
+        out: dict[str, list[str]] = {}
+        for part in self.partitions.split(","):
+            if "=" not in part:
+                raise OptionError(f"option partitions: '{part}' is not field=value[|value...]")
+            k, v = part.split("=", 1)
+            out.setdefault(k.strip(), []).extend(x.strip() for x in v.split("|"))
+        return out
+
+
+class OptionError(ValueError):
+    """An invalid option: one line naming the option and what is wrong."""
+
+
+_NAMES = {(f.alias or name).lower(): (f.alias or name) for name, f in SourceOptions.model_fields.items()
+          if name not in ("hoodie", "storage")}
+_PASSTHROUGH = ("hoodie.", "fs.", "storage.")
+
+
+def parse_options(options: dict[str, str]) -> SourceOptions:
+    """Validate Spark's (lower-cased, string-valued) options."""
+    values: dict[str, Any] = {"hoodie": {}, "storage": {}}
+    for key, value in options.items():
+        low = key.lower()
+        if low.startswith("hoodie."):
+            values["hoodie"][key] = value
+        elif low.startswith(("fs.", "storage.")):
+            values["storage"][key.split(".", 1)[1]] = value
+        elif low in _NAMES:
+            values[_NAMES[low]] = value
+        else:
+            valid = ", ".join(sorted(_NAMES.values()))
+            raise OptionError(f"unknown option '{key}'; valid options: {valid}, and hoodie.*/fs.* pass-throughs")
+    if "path" not in values:
+        raise OptionError("no table path: use .load(<table url>) or .option('path', <table url>)")
+    try:
+        return SourceOptions.model_validate(values)
+    except ValidationError as e:
+        err = e.errors()[0]
+        name = err["loc"][0] if err["loc"] else "?"
+        raise OptionError(f"option {name}={values.get(str(name))!r}: {err['msg']}") from None

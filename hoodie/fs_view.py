@@ -192,21 +192,32 @@ class FileSystemView:
                 continue
             if (part, file_id) in replaced:
                 continue
-            committed = [s for s in slices if s.base_instant <= max_instant and self._slice_committed(s, pending)]
-            if not committed:
-                continue
-            latest = committed[-1]
-            merged = FileSlice(part, file_id, latest.base_instant, latest.base_file, list(latest.log_files))
-            if latest.base_instant in pending and len(committed) > 1:
-                prev = committed[-2]
-                merged = FileSlice(part, file_id, prev.base_instant, prev.base_file,
-                                   sorted(prev.log_files + latest.log_files, key=lambda x: x.sort_key()))
-            if self.config.version >= 8:
-                merged.log_files = [lf for lf in merged.log_files if tl.is_committed(lf.instant)]
-            if merged.base_file is None and not merged.log_files:
-                continue
-            out.append(merged)
+            merged = self._merged_slice(slices, max_instant, pending)
+            if merged is not None:
+                out.append(merged)
         return out
+
+    def merged_slice_of(self, partition: str, file_id: str, max_instant: str) -> FileSlice | None:
+        """The latest merged slice of one file group at ``max_instant``, even if a later instant replaced it."""
+        slices = self.groups.get((partition, file_id))
+        return self._merged_slice(slices, max_instant, self.timeline.pending_compaction_times()) if slices else None
+
+    def _merged_slice(self, slices: list[FileSlice], max_instant: str, pending: set[str]) -> FileSlice | None:
+        committed = [s for s in slices if s.base_instant <= max_instant and self._slice_committed(s, pending)]
+        if not committed:
+            return None
+        latest = committed[-1]
+        part, file_id = latest.partition, latest.file_id
+        merged = FileSlice(part, file_id, latest.base_instant, latest.base_file, list(latest.log_files))
+        if latest.base_instant in pending and len(committed) > 1:
+            prev = committed[-2]
+            merged = FileSlice(part, file_id, prev.base_instant, prev.base_file,
+                               sorted(prev.log_files + latest.log_files, key=lambda x: x.sort_key()))
+        if self.config.version >= 8:
+            merged.log_files = [lf for lf in merged.log_files if self.timeline.is_committed(lf.instant)]
+        if merged.base_file is None and not merged.log_files:
+            return None
+        return merged
 
     def _slice_committed(self, s: FileSlice, pending_compactions: set[str]) -> bool:
         if s.base_instant in pending_compactions:

@@ -59,6 +59,8 @@ class MonitorOptions:
     skip_insert_overwrite: bool = False
     ending_instant: str | None = None
     partition_filter: dict[str, list[str]] | None = None
+    #: plan the rows of file groups an insert overwrite replaced, so they can be delivered as deletes
+    emit_deletes: bool = False
 
 
 class StreamMonitor:
@@ -146,10 +148,11 @@ class StreamMonitor:
                     continue
                 for st in stats:
                     touched.setdefault((part, st.file_id), []).append((e.requested_time, st))
+        replaced = self._replaced_groups(emitting)
         splits = []
-        if touched:
+        if touched or replaced:
             max_instant = max(e.requested_time for e in batch)
-            view = self._view_of_partitions({p for p, _ in touched})
+            view = self._view_of_partitions({p for p, _ in touched} | {p for p, _ in replaced})
             found = set()
             for s in view.latest_merged_slices(max_instant, partitions={p for p, _ in touched}):
                 writes = touched.get((s.partition, s.file_id))
@@ -160,6 +163,10 @@ class StreamMonitor:
                 instants = sorted({t for t, _ in writes})
                 est = sum(st.num_writes + st.num_deletes for _, st in writes)
                 splits.append(self._split(s, instants, max_instant, est_rows=est))
+            for (part, file_id), by in sorted(replaced.items()):
+                s = view.merged_slice_of(part, file_id, by)
+                if s is not None:
+                    splits.append(self._split(s, None, by, est_rows=None).model_copy(update={"replaced_by": by}))
             lost = sorted(set(touched) - found)
             if lost:
                 raise DataLossError(f"{self.table.url}: file groups {lost[:3]} written by instants "
@@ -183,6 +190,18 @@ class StreamMonitor:
         return e.action in (Action.COMMIT, Action.REPLACE_COMMIT) and not self._emits(e) and (
             e.is_compaction or e.action is Action.REPLACE_COMMIT
             or bool(self.table.timeline.commit_metadata(e.requested_time).compacted))
+
+    def _replaced_groups(self, emitting: list[TimelineEntry]) -> dict[tuple[str, str], str]:
+        """File groups replaced by insert overwrites among ``emitting`` → the replacing instant."""
+        if not self.options.emit_deletes:
+            return {}
+        tl, out = self.table.timeline, {}
+        for e in emitting:
+            if e.action is Action.REPLACE_COMMIT and not tl.is_clustering(e):
+                for part, ids in tl.commit_metadata(e.requested_time).partition_to_replace_file_ids.items():
+                    if self._keep(part):
+                        out.update({(part, fid): e.requested_time for fid in ids})
+        return out
 
     def _keep(self, partition: str) -> bool:
         pf = self.options.partition_filter

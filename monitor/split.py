@@ -30,6 +30,8 @@ class Split(BaseModel):
     #: requested times whose rows this split delivers; None = every row of the slice (a snapshot split)
     instants: list[str] | None = None
     max_instant: str
+    #: the insert-overwrite instant that replaced this file group: every row of the slice is delivered as deleted
+    replaced_by: str | None = None
     est_rows: int = 0
     est_bytes: int = 0
 

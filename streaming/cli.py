@@ -83,6 +83,10 @@ def _human_size(n: int) -> str:
     raise AssertionError("unreachable")
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _limited(items: list, limit: int | None, *, keep_last: bool = False) -> tuple[list, int]:
     """The items a ``--limit`` lets through and how many it left out."""
     if limit is None or len(items) <= limit:
@@ -128,6 +132,13 @@ def _action_label(table, entry) -> str:
     return entry.action.value
 
 
+def _completion(entry) -> str | None:
+    """Completion time, starred when it is only the file's modification time (layout 1)."""
+    if not entry.is_completed:
+        return None
+    return entry.completion_time + "*" if entry.instant.legacy else entry.completion_time
+
+
 def inspect_table(url: str, *, limit: int | None = None, instants_only: bool = False) -> None:
     """Print the configuration, the timeline and the file groups of a table."""
     table = _open_table(url)
@@ -149,12 +160,12 @@ def inspect_table(url: str, *, limit: int | None = None, instants_only: bool = F
     entries = table.timeline.entries
     shown, hidden = _limited(entries, limit, keep_last=True)
     legacy = any(e.instant.legacy for e in shown)
-    print(f"\nTimeline: {len(entries)} instants, {len(table.timeline.completed_writes())} completed writes")
+    print(f"\nTimeline: {_plural(len(entries), 'instant')}, "
+          f"{_plural(len(table.timeline.completed_writes()), 'completed write')}")
     if hidden:
         print(f"({hidden} earlier instants not shown; --limit {limit})")
     print(format_table(
-        [(e.requested_time, (e.completion_time + "*" if e.instant.legacy else e.completion_time)
-          if e.is_completed else None, _action_label(table, e), e.instant.state.name) for e in shown],
+        [(e.requested_time, _completion(e), _action_label(table, e), e.instant.state.name) for e in shown],
         ["requested", "completed", "action", "state"]))
     if legacy:
         print("* layout 1 file names carry no completion time: the file's modification time stands in, "
@@ -168,7 +179,7 @@ def inspect_table(url: str, *, limit: int | None = None, instants_only: bool = F
     pending = table.timeline.pending_compaction_times()
     slices = [s for _, group in sorted(view.groups.items()) for s in group]
     shown, hidden = _limited(slices, limit)
-    print(f"\nFile groups: {len(view.groups)} groups, {len(slices)} file slices")
+    print(f"\nFile groups: {_plural(len(view.groups), 'group')}, {_plural(len(slices), 'file slice')}")
     print(format_table(
         [(s.partition or "-", s.file_id, s.base_instant, s.base_file.name if s.base_file else None,
           len(s.log_files), _human_size(sum(lf.size for lf in s.log_files)),
@@ -238,7 +249,7 @@ def inspect_log(url: str, *, records: int = 0) -> None:
                          "Hudi's readers skip these bytes")
         rows.append((i, b.offset, b.size, kind, b.instant_time, b.target_instant_time, count,
                      _schema_summary(b.schema_json)))
-    print(f"\nBlocks: {len(rows)}")
+    print(f"\n{_plural(len(rows), 'block')}")
     print(format_table(rows, ["#", "offset", "size", "type", "instant", "target instant", "records", "schema"],
                        max_width=60))
     for note in notes:
@@ -255,7 +266,7 @@ def inspect_log(url: str, *, records: int = 0) -> None:
             body = [(k, p, "(commit time)" if ct else v) for k, p, v, ct in
                     zip(content.record_keys, content.partition_paths, content.ordering_values,
                         content.ordering_is_commit_time)][:records]
-        print(f"\nBlock {i}: first {len(body)} of {total} records")
+        print(f"\nBlock {i}: first {len(body)} of {_plural(total, 'record')}")
         print(format_table(body, headers, max_width=CELL_WIDTH))
 
 
@@ -272,12 +283,12 @@ def read(url: str, *, columns: list[str] | None, as_of: str | None, start: str |
     t = read_table(url, columns=columns, as_of=as_of, start=start, end=end)
     query = (f"incremental ({start or 'beginning'}, {end or 'latest'}]" if start or end
              else f"snapshot as of {as_of}" if as_of else "snapshot")
-    print(f"{t.num_rows} row{'' if t.num_rows == 1 else 's'} ({query})")
+    print(f"{_plural(t.num_rows, 'row')} ({query})")
     shown = t.slice(0, limit)
     print(format_table([[r[c] for c in t.column_names] for r in shown.to_pylist()], t.column_names,
                        max_width=CELL_WIDTH))
     if t.num_rows > limit:
-        print(f"({t.num_rows - limit} more rows not shown; --limit {limit})")
+        print(f"({_plural(t.num_rows - limit, 'more row')} not shown; --limit {limit})")
 
 
 # --- demo ---------------------------------------------------------------------------------------------------
@@ -317,25 +328,38 @@ def demo(table_name: str = DEMO_TABLE) -> None:
         inspect_table(url)
 
         table = HudiTable(url)
-        writes = table.timeline.completed_writes()
-        # Incremental bounds are completion times on v8/v9 and requested times on v6 (start exclusive, end
-        # inclusive), so "just this instant" is the window from the previous such time up to its own.
-        by_time = sorted(writes, key=lambda e: e.completion_time if table.config.version >= 8 else e.requested_time)
-        _progress(f"incremental read of each of the {len(writes)} completed write instants")
-        print("\nIncremental reads, one per completed write instant:")
-        rows, previous = [], None
-        for e in by_time:
-            bound = e.completion_time if table.config.version >= 8 else e.requested_time
-            rows.append((e.requested_time, e.completion_time, _action_label(table, e),
-                         read_table(url, start=previous, end=bound).num_rows))
-            previous = bound
-        print(format_table(rows, ["instant", "completed", "action", "rows"]))
+        if table.config.populate_meta_fields:
+            _incremental_per_instant(table)
+        else:
+            print("\nIncremental reads skipped: they select rows by _hoodie_commit_time, and this table does not "
+                  "populate meta fields (hoodie.populate.meta.fields=false)")
 
         _progress("snapshot read")
-        print(f"\nSnapshot: {read_table(url).num_rows} rows")
+        print(f"\nSnapshot: {_plural(read_table(url).num_rows, 'row')}")
         print("The streaming query (spark.readStream over this table) arrives with the streaming source; "
               "until then the demo shows the batch reads it is built on.")
         _progress(f"done in {time.monotonic() - started:.1f} s")
+
+
+def _incremental_per_instant(table) -> None:
+    """One incremental read per completed write, each covering exactly that instant.
+
+    Bounds are completion times on v8/v9 and requested times on v6 (start exclusive, end inclusive), so the
+    window from the previous such time up to an instant's own holds that instant alone.
+    """
+    from hoodie.read import read_table
+
+    v8 = table.config.version >= 8
+    writes = sorted(table.timeline.completed_writes(), key=lambda e: e.completion_time if v8 else e.requested_time)
+    _progress(f"incremental read of each of the {_plural(len(writes), 'completed write instant')}")
+    rows, previous = [], None
+    for e in writes:
+        bound = e.completion_time if v8 else e.requested_time
+        rows.append((e.requested_time, _completion(e), _action_label(table, e),
+                     read_table(table.url, start=previous, end=bound).num_rows))
+        previous = bound
+    print("\nIncremental reads, one per completed write instant:")
+    print(format_table(rows, ["instant", "completed", "action", "rows"]))
 
 
 # --- command line -------------------------------------------------------------------------------------------

@@ -1,0 +1,355 @@
+"""The Spark Python data source ``hudi_streaming``: stream and batch readers over a Hudi table.
+
+Offsets are ``{"rec": r, "seq": s, "v": 1}``: every split with a lower sequence number is delivered, and
+split ``s`` up to record ``r``. The split queue itself lives in the state files (``state/``), written before
+``latestOffset`` returns an offset that refers to it, because after a crash Spark calls ``partitions(start,
+end)`` for the uncommitted batch in a new process before anything else. ``read()`` runs on executors with
+only the partition and this reader's constructor state, so both are small and picklable.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import time
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxFiles, ReadMaxRows,
+                                              SupportsTriggerAvailableNow)
+from pyspark.sql.types import StructType
+
+from hoodie.table import HudiTable
+from monitor.monitor import Cursor, MonitorOptions, StreamMonitor
+from state import PlannedSplit, StateError, StateStore, StreamState
+
+from .consumer import SplitRange, consume, output_schema
+from .options import OptionError, ReadMode, SourceOptions, parse_options
+
+log = logging.getLogger("hudi_streaming.source")
+
+#: how often an idle stream lists the timeline (latestOffset is called every trigger)
+POLL_INTERVAL_SECONDS = 1.0
+
+
+def canonical(offset: dict) -> dict:
+    """Spark compares offsets as JSON strings: equal offsets must serialise identically."""
+    return json.loads(json.dumps(offset, sort_keys=True))
+
+
+def make_offset(seq: int, rec: int) -> dict:
+    return canonical({"v": 1, "seq": seq, "rec": rec})
+
+
+@dataclass
+class FileGroupPartition(InputPartition):
+    """All ranges of one file group in a batch, in sequence order (keeps per-key order within one task)."""
+
+    ranges: list[SplitRange]
+
+
+def _arrow_schema(opts: SourceOptions):
+    table = HudiTable(opts.path, opts.storage or None)
+    return output_schema(table.arrow_schema(), opts.columns)
+
+
+class HudiStreamingDataSource(DataSource):
+    """``spark.readStream.format("hudi_streaming").option(...).load(table_url)``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "hudi_streaming"
+
+    def _opts(self) -> SourceOptions:
+        try:
+            return parse_options(dict(self.options))
+        except OptionError as e:
+            raise ValueError(f"hudi_streaming: {e}") from None
+
+    def schema(self) -> StructType:
+        return from_arrow_schema(_arrow_schema(self._opts()))
+
+    def streamReader(self, schema: StructType) -> "HudiStreamReader":
+        opts = self._opts()
+        if not opts.state_location:
+            raise ValueError("hudi_streaming: option stateLocation is required for streaming reads (a folder the "
+                             "source owns, e.g. <checkpoint>/hudi_state; Python sources cannot see Spark's "
+                             "checkpoint location)")
+        return HudiStreamReader(opts, schema)
+
+    def reader(self, schema: StructType) -> "HudiBatchReader":
+        return HudiBatchReader(self._opts(), schema)
+
+
+class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: SourceOptions, schema: StructType):
+        # runs in the runner AND the planner process: cheap and picklable; driver state is built lazily
+        self.opts = options
+        self.spark_schema = schema
+        self._driver = None
+
+    def __getstate__(self):
+        return {"opts": self.opts, "spark_schema": self.spark_schema, "_driver": None}
+
+    # -- driver side -------------------------------------------------------------------------------------------
+    @property
+    def driver(self) -> "_DriverState":
+        if self._driver is None:
+            self._driver = _DriverState(self.opts)
+        return self._driver
+
+    def initialOffset(self) -> dict:
+        return make_offset(0, 0)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        o = self.opts
+        if o.max_rows_per_trigger:
+            return ReadMaxRows(o.max_rows_per_trigger)
+        if o.max_splits_per_trigger:
+            return ReadMaxFiles(o.max_splits_per_trigger)
+        if o.max_bytes_per_trigger:
+            return ReadMaxBytes(o.max_bytes_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.driver.pin_target()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        self.driver.install_sigterm()
+        return self.driver.latest_offset(start or make_offset(0, 0), limit)
+
+    def reportLatestOffset(self):
+        return self.driver.metrics()
+
+    def partitions(self, start: dict, end: dict):
+        return self.driver.partitions(start, end)
+
+    def commit(self, end: dict) -> None:
+        self.driver.commit(end)
+
+    def stop(self) -> None:
+        if self._driver is not None:
+            log.info("hudi_streaming: stopped at %s", self._driver.state.cursor if self._driver.state else None)
+
+    # -- executor side -----------------------------------------------------------------------------------------
+    def read(self, partition: FileGroupPartition):
+        o = self.opts
+        table = HudiTable(o.path, o.storage or None)
+        schema = output_schema(table.arrow_schema(), o.columns)
+        target = to_arrow_schema(self.spark_schema, timezone="UTC")
+        yield from consume(table, partition.ranges, schema, target, emit_deletes=o.emit_deletes,
+                           changelog=o.read_mode is ReadMode.CHANGELOG, merge_type=o.merge_type,
+                           mini_batch=o.mini_batch_size)
+
+
+class _DriverState:
+    """The runner-process side of the stream: monitor, state store, and the offset arithmetic."""
+
+    def __init__(self, opts: SourceOptions):
+        self.opts = opts
+        self.table = HudiTable(opts.path, opts.storage or None)
+        self.store = StateStore(opts.state_location, opts.storage or None)
+        self.state: StreamState | None = self.store.load(self.table.url, self.table.config.name)
+        if self.state is None:
+            self.state = StreamState(table_url=self.table.url, table_name=self.table.config.name)
+        self.monitor = StreamMonitor(self.table, MonitorOptions(
+            skip_compaction=opts.skip_compaction, skip_clustering=opts.skip_clustering,
+            skip_insert_overwrite=opts.skip_insert_overwrite, ending_instant=opts.ending_instant,
+            partition_filter=opts.partition_filter(), emit_deletes=opts.emit_deletes))
+        self.target: Cursor | None = None
+        self.available_now = False
+        self._last_poll = 0.0
+        self._sig = False
+        self.blocked_by: str | None = None
+
+    def install_sigterm(self) -> None:
+        """Spark ends the runner with SIGTERM; raising SystemExit lets ``stop()`` run (see the PySpark spec)."""
+        if not self._sig:
+            self._sig = True
+            signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(SystemExit(0)))
+
+    # -- planning ----------------------------------------------------------------------------------------------
+    def pin_target(self) -> None:
+        self.available_now = True
+        self.table.reload()
+        self.target = self.monitor.latest_cursor()
+
+    def _append(self, splits, n_instants: int) -> None:
+        st = self.state
+        rnd = st.next_round
+        for s in splits:
+            st.splits.append(PlannedSplit(seq=st.next_seq, round=rnd, instants_in_round=n_instants, split=s))
+            st.next_seq += 1
+        st.next_round += 1
+
+    def _start(self) -> None:
+        st, o = self.state, self.opts
+        if o.starting_instant == "earliest":
+            plan = self.monitor.plan_snapshot()
+            self._append(plan.splits, len(plan.instants))
+            st.cursor = plan.cursor
+        elif o.starting_instant == "latest":
+            st.cursor = self.monitor.latest_cursor()
+        else:
+            st.cursor = self.monitor.cursor_at(_instant_of(o.starting_instant))
+        st.started = True
+        self.store.save(st)
+
+    def _poll(self) -> bool:
+        """Plan the next round(s) of instants; True when the state changed."""
+        now = time.monotonic()
+        if not self.available_now and now - self._last_poll < POLL_INTERVAL_SECONDS:
+            return False
+        self._last_poll = now
+        self.table.reload()
+        st, changed = self.state, False
+        for _ in range(1000):  # skipped instants advance the cursor without splits; keep going to real ones
+            if self.target is not None and st.cursor is not None and \
+                    self.monitor._cursor_key(st.cursor) >= self.monitor._cursor_key(self.target):
+                break
+            if self.available_now and self.target is None:
+                break
+            plan = self.monitor.plan_next(st.cursor, self._round_size())
+            self.blocked_by = plan.blocked_by
+            if plan.cursor == st.cursor:
+                break
+            self._append(plan.splits, len(plan.instants))
+            st.cursor = plan.cursor
+            changed = True
+            if plan.splits:
+                break
+        if changed:
+            self.store.save(st)
+        return changed
+
+    def _round_size(self) -> int | None:
+        if self.opts.read_mode is ReadMode.CHANGELOG:
+            return 1  # one instant per round: each change is delivered as its own version
+        return self.opts.max_instants_per_trigger
+
+    # -- offsets -----------------------------------------------------------------------------------------------
+    def latest_offset(self, start: dict, limit: ReadLimit) -> dict:
+        if not self.state.started:
+            self._start()
+        seq, rec = int(start["seq"]), int(start["rec"])
+        if not self.state.pending_from(seq) or (seq == self.state.next_seq):
+            self._poll()
+        pending = self.state.pending_from(seq)
+        if not pending:
+            return make_offset(seq, rec)
+        return self._advance(seq, rec, pending, limit)
+
+    def _advance(self, seq: int, rec: int, pending: list[PlannedSplit], limit: ReadLimit) -> dict:
+        o = self.opts
+        max_rows = _min(o.max_rows_per_trigger, getattr(limit, "max_rows", None))
+        max_files = _min(o.max_splits_per_trigger, getattr(limit, "max_files", None))
+        max_bytes = _min(o.max_bytes_per_trigger, getattr(limit, "max_bytes", None))
+        max_instants = o.max_instants_per_trigger
+        rows = files = nbytes = instants = 0
+        rounds: set[int] = set()
+        end_seq, end_rec = seq, rec
+        for p in pending:
+            if self.target is not None and p.round >= self.state.next_round:
+                break
+            skip = rec if p.seq == seq else 0
+            left = max(p.split.est_rows - skip, 0)
+            new_round = p.round not in rounds
+            taken_any = (end_seq, end_rec) != (seq, rec)
+            if taken_any and ((max_files and files + 1 > max_files)
+                              or (max_bytes and nbytes + p.split.est_bytes > max_bytes)
+                              or (max_instants and new_round and instants + p.instants_in_round > max_instants)):
+                break
+            if max_rows and rows + left > max_rows and left > 0:
+                budget = max_rows - rows
+                if budget > 0 or not taken_any:
+                    end_seq, end_rec = p.seq, skip + max(budget, 1)
+                break
+            rows += left
+            files += 1
+            nbytes += p.split.est_bytes
+            if new_round:
+                rounds.add(p.round)
+                instants += p.instants_in_round
+            end_seq, end_rec = p.seq + 1, 0
+        return make_offset(end_seq, end_rec)
+
+    def partitions(self, start: dict, end: dict) -> list[FileGroupPartition]:
+        s_seq, s_rec, e_seq, e_rec = int(start["seq"]), int(start["rec"]), int(end["seq"]), int(end["rec"])
+        if (s_seq, s_rec) == (e_seq, e_rec):
+            return []
+        by_seq = {p.seq: p for p in self.state.splits}
+        last = e_seq if e_rec > 0 else e_seq - 1
+        groups: dict[tuple[str, str], list[SplitRange]] = {}
+        for seq in range(s_seq, last + 1):
+            p = by_seq.get(seq)
+            if p is None:
+                raise StateError(f"{self.opts.state_location}: split {seq} of batch {start}..{end} is not in the "
+                                 "state; the state folder does not belong to this checkpoint")
+            skip = s_rec if seq == s_seq else 0
+            stop = e_rec if seq == e_seq else None
+            groups.setdefault(p.split.group, []).append(SplitRange(p.split, skip, stop))
+        return [FileGroupPartition(r) for _, r in sorted(groups.items())]
+
+    def commit(self, end: dict) -> None:
+        e_seq = int(end["seq"])
+        st = self.state
+        if e_seq > st.committed_seq:
+            st.splits = [p for p in st.splits if p.seq >= e_seq]
+            st.committed_seq = e_seq
+            self.store.save(st)
+
+    def metrics(self) -> dict:
+        st = self.state
+        pending = st.pending_from(st.committed_seq)
+        latest = self.monitor.latest_cursor()
+        return canonical({"cursor": st.cursor.requested if st.cursor else None,
+                          "latestInstant": latest.requested if latest else None,
+                          "pendingSplits": len(pending),
+                          "pendingRowsEstimate": sum(p.split.est_rows for p in pending),
+                          "blockedByPendingInstant": self.blocked_by})
+
+
+def _min(a: int | None, b: int | None) -> int | None:
+    vals = [v for v in (a, b) if v]
+    return min(vals) if vals else None
+
+
+def _instant_of(value: str) -> str:
+    """A start position: an instant time, or a timestamp ``YYYY-MM-DD[ HH:MM:SS]`` turned into one (UTC)."""
+    if value.isdigit():
+        return value
+    digits = "".join(ch for ch in value if ch.isdigit())
+    if len(digits) < 8:
+        raise OptionError(f"option startingInstant={value!r}: expected earliest, latest, an instant or a timestamp")
+    return (digits + "0" * 17)[:17]
+
+
+class HudiBatchReader(DataSourceReader):
+    """``spark.read.format("hudi_streaming")``: snapshot or incremental (``startingInstant``/``endingInstant``)."""
+
+    def __init__(self, options: SourceOptions, schema: StructType):
+        self.opts = options
+        self.spark_schema = schema
+
+    def partitions(self):
+        from hoodie.read import plan_slices
+
+        o = self.opts
+        table = HudiTable(o.path, o.storage or None)
+        start = None if o.starting_instant in ("earliest", "latest") else _instant_of(o.starting_instant)
+        slices, max_instant, rng = plan_slices(table, start=start, end=o.ending_instant,
+                                               partition_filter=o.partition_filter())
+        from monitor.monitor import StreamMonitor as _M  # noqa: F401  (same package; keeps imports local)
+        mon = StreamMonitor(table, MonitorOptions())
+        splits = [mon._split(s, sorted(rng.instants) if rng and rng.instants else None, max_instant or "", 0)
+                  for s in slices]
+        return [FileGroupPartition([SplitRange(s, 0, None)]) for s in splits] or [FileGroupPartition([])]
+
+    def read(self, partition: FileGroupPartition):
+        o = self.opts
+        table = HudiTable(o.path, o.storage or None)
+        schema = output_schema(table.arrow_schema(), o.columns)
+        target = to_arrow_schema(self.spark_schema, timezone="UTC")
+        yield from consume(table, partition.ranges, schema, target, emit_deletes=False, changelog=False,
+                           merge_type=o.merge_type, mini_batch=o.mini_batch_size)

@@ -219,12 +219,15 @@ class StreamMonitor:
         return FileSystemView(self.table.config, self.table.timeline, files)
 
     def _check_readable(self, s: FileSlice, writes: list) -> None:
-        """Every file an instant wrote to this group must still be in the slice (else the cleaner removed it)."""
+        """Every file an instant wrote to this group must still be read (else the cleaner removed it).
+
+        A file may be gone legitimately when a later compaction folded it into the slice's newer base file
+        (compaction keeps commit times, so the rows are still delivered from there).
+        """
         have = {posixpath.basename(p) for p in s.files}
         for instant, st in writes:
             name = st.file_name
-            written_base = name and not name.startswith(".")
-            if written_base and name not in have and not _superseded(s, name):
+            if name and name not in have and not (s.base_file is not None and s.base_file.instant > instant):
                 raise DataLossError(f"{self.table.url}: file {st.path} written by instant {instant} is gone "
                                     "(cleaned or replaced) before the stream read it")
 
@@ -242,8 +245,3 @@ class StreamMonitor:
             return 0
         with self.table.storage.open(s.base_file.path) as f:
             return pq.ParquetFile(f).metadata.num_rows
-
-
-def _superseded(s: FileSlice, base_name: str) -> bool:
-    """A base file written in range may since have been compacted into the slice's newer base file."""
-    return s.base_file is not None and s.base_file.instant > base_name.rsplit("_", 1)[-1].split(".")[0]

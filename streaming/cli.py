@@ -25,8 +25,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import fsspec
+import pyarrow as pa
 
 from hoodie.errors import HoodieError
+from hoodie.logfile.blocks import decode_data_block, decode_delete_block
+from hoodie.logfile.format import BlockType, HeaderKey, parse_log_file_name
+from hoodie.logfile.reader import iter_blocks
+from hoodie.read import read_table
+from hoodie.table import HudiTable
+from hoodie.timeline import Action
 
 USER_ERROR, INTERNAL_ERROR = 2, 1
 DEMO_TABLE = "mor_avro__v9_txns_simple_meta"
@@ -102,25 +109,29 @@ def _progress(message: str) -> None:
 
 # --- inspect TABLE_URL --------------------------------------------------------------------------------------
 
-def _require_exists(url: str) -> None:
-    """Say "no such path" instead of the format layer's "not a Hudi table" when nothing is there at all."""
-    fs, path = fsspec.core.url_to_fs(url)
+def _resolve(url: str) -> tuple[fsspec.AbstractFileSystem, str]:
+    """File system and path of ``url``, which must exist.
+
+    Checked up front so a typo reads "no such file or directory" rather than the format layer's "not a Hudi
+    table", and an unknown URL scheme or a missing fsspec driver is a one-line user error.
+    """
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+    except (ValueError, ImportError) as e:
+        raise UserError(f"{url}: {e}") from None
     if not fs.exists(path):
         raise UserError(f"{url}: no such file or directory")
+    return fs, path
 
 
-def _open_table(url: str):
-    from hoodie.table import HudiTable
-
-    _require_exists(url)
+def _open_table(url: str) -> HudiTable:
+    _resolve(url)
     return HudiTable(url)
 
 
-def _action_label(table, entry) -> str:
+def _action_label(table: HudiTable, entry) -> str:
     """What the instant did: planned actions (compaction, clustering, ...) by their plan, not by the file
     they complete as (a finished compaction is a plain ``commit``), because that is what users look for."""
-    from hoodie.timeline import Action
-
     if entry.planned_as is not None:
         return entry.planned_as.value
     if entry.action is Action.REPLACE_COMMIT and entry.is_completed:
@@ -206,15 +217,7 @@ def _schema_summary(schema_json: str | None) -> str | None:
 
 def inspect_log(url: str, *, records: int = 0) -> None:
     """Print every block of one log file; with ``records`` also the first records of each block."""
-    import pyarrow as pa
-
-    from hoodie.logfile.blocks import decode_data_block, decode_delete_block
-    from hoodie.logfile.format import BlockType, HeaderKey, parse_log_file_name
-    from hoodie.logfile.reader import iter_blocks
-
-    fs, path = fsspec.core.url_to_fs(url)
-    if not fs.exists(path):
-        raise UserError(f"{url}: no such file or directory")
+    fs, path = _resolve(url)
     if fs.isdir(path):
         raise UserError(f"{url}: is a directory, not a log file (use 'inspect TABLE_URL' for tables)")
     data = fs.cat_file(path)
@@ -275,11 +278,9 @@ def inspect_log(url: str, *, records: int = 0) -> None:
 def read(url: str, *, columns: list[str] | None, as_of: str | None, start: str | None, end: str | None,
          limit: int) -> None:
     """Print the row count of a query and its first ``limit`` rows."""
-    from hoodie.read import read_table
-
     if as_of and (start or end):
         raise UserError("--as-of is a snapshot query and cannot be combined with --start/--end (incremental)")
-    _require_exists(url)
+    _resolve(url)
     t = read_table(url, columns=columns, as_of=as_of, start=start, end=end)
     query = (f"incremental ({start or 'beginning'}, {end or 'latest'}]" if start or end
              else f"snapshot as of {as_of}" if as_of else "snapshot")
@@ -307,9 +308,6 @@ def demo(table_name: str = DEMO_TABLE) -> None:
     This is what the streaming source will do per micro-batch (one incremental read per new instant), shown
     with the batch API until the source exists.
     """
-    from hoodie.read import read_table
-    from hoodie.table import HudiTable
-
     zip_path = fixture_tables_dir() / f"{table_name.removesuffix('.zip')}.zip"
     if not zip_path.is_file():
         raise UserError(f"{zip_path}: fixture table not found (set HUDI_STREAMING_SHARED to the folder "
@@ -341,14 +339,12 @@ def demo(table_name: str = DEMO_TABLE) -> None:
         _progress(f"done in {time.monotonic() - started:.1f} s")
 
 
-def _incremental_per_instant(table) -> None:
+def _incremental_per_instant(table: HudiTable) -> None:
     """One incremental read per completed write, each covering exactly that instant.
 
     Bounds are completion times on v8/v9 and requested times on v6 (start exclusive, end inclusive), so the
     window from the previous such time up to an instant's own holds that instant alone.
     """
-    from hoodie.read import read_table
-
     v8 = table.config.version >= 8
     writes = sorted(table.timeline.completed_writes(), key=lambda e: e.completion_time if v8 else e.requested_time)
     _progress(f"incremental read of each of the {_plural(len(writes), 'completed write instant')}")

@@ -21,7 +21,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from pyspark.sql.types import StructType
 
 from hoodie.table import HudiTable
-from monitor.monitor import Cursor, MonitorOptions, StreamMonitor
+from monitor.monitor import Cursor, DataLossError, MonitorOptions, Plan, StreamMonitor
 from state import PlannedSplit, StateError, StateStore, StreamState
 
 from .consumer import SplitRange, consume, output_schema
@@ -210,7 +210,12 @@ class _DriverState:
                 break
             if self.available_now and self.target is None:
                 break
-            plan = self.monitor.plan_next(st.cursor, self._round_size())
+            try:
+                plan = self.monitor.plan_next(st.cursor, self._round_size())
+            except DataLossError as e:
+                if self.opts.fail_on_data_loss:
+                    raise
+                plan = self._recover(e)
             self.blocked_by = plan.blocked_by
             if plan.cursor == st.cursor:
                 break
@@ -222,6 +227,13 @@ class _DriverState:
         if changed:
             self.store.save(st)
         return changed
+
+    def _recover(self, error: DataLossError) -> Plan:
+        """failOnDataLoss=false: log the lost range and continue from a snapshot of the table as it is now."""
+        plan = self.monitor.plan_snapshot()
+        log.error("hudi_streaming: DATA LOSS, continuing from a snapshot at %s: %s",
+                  plan.cursor.requested if plan.cursor else None, error)
+        return plan
 
     def _round_size(self) -> int | None:
         if self.opts.read_mode is ReadMode.CHANGELOG:

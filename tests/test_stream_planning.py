@@ -1,0 +1,187 @@
+"""The stream reader's options and offset arithmetic, driven like Spark drives it (no JVM: fast)."""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import hoodie
+from stream_sim import make_reader, run_batches
+
+sys.path.insert(0, str(Path(__file__).parent / "e2e"))
+from reveal import TimelineReveal  # noqa: E402
+from verify import _plain, state_differences  # noqa: E402
+
+V9 = "mor_avro__v9_txns_simple_meta"
+V6 = "mor_avro__v6_trips_8i3d"
+
+
+def _copy(unzip_fixture, name, tmp_path) -> Path:
+    dest = tmp_path / "table"
+    shutil.copytree(unzip_fixture(name).table, dest)
+    return dest
+
+
+def _rows(batches) -> list[dict]:
+    out = []
+    for i, b in enumerate(batches):
+        for r in (b.to_pylist() if b is not None else []):
+            r["_batch"] = i
+            out.append(r)
+    return out
+
+
+def _apply(rows):
+    from verify import apply_upserts
+    return apply_upserts(rows)
+
+
+@pytest.mark.parametrize("name", [V9, V6, "mor_parquet__v6_nonpartitioned_rollback", "mor_avro__v8_mor_boundary_windows"])
+def test_earliest_then_increments_rebuild_the_table(name, unzip_fixture, tmp_path):
+    table = _copy(unzip_fixture, name, tmp_path)
+    reveal = TimelineReveal(table, tmp_path / "hidden")
+    reveal.reveal_next()
+    reader = make_reader(str(table), str(tmp_path / "state"), emitDeletes="true")
+    batches = run_batches(reader)
+    while reveal.reveal_next():
+        reader.driver._last_poll = 0.0
+        batches += run_batches(reader, start=reader._last_offset)
+    rows = _rows(batches)
+    assert state_differences(_apply(rows), hoodie.read_table(str(table))) == []
+
+
+def test_latest_starts_after_the_current_instant(unzip_fixture, tmp_path):
+    table = _copy(unzip_fixture, V9, tmp_path)
+    reveal = TimelineReveal(table, tmp_path / "hidden")
+    for _ in range(3):
+        reveal.reveal_next()
+    reader = make_reader(str(table), str(tmp_path / "state"), startingInstant="latest")
+    assert run_batches(reader) == []
+    fourth = reveal.reveal_next()
+    reader.driver._last_poll = 0.0
+    rows = _rows(run_batches(reader, start=reader._last_offset))
+    assert rows and {r["_hoodie_commit_time"] for r in rows} == {fourth}
+
+
+def test_starting_and_ending_instant_bound_the_stream(unzip_fixture, tmp_path):
+    table = _copy(unzip_fixture, V9, tmp_path)
+    writes = [e for e in hoodie.HudiTable(str(table)).timeline.completed_writes() if e.action.value == "deltacommit"]
+    start, end = writes[2], writes[5]
+    reader = make_reader(str(table), str(tmp_path / "state"), startingInstant=start.completion_time,
+                         endingInstant=end.completion_time)
+    rows = _rows(run_batches(reader))
+    times = {r["_hoodie_commit_time"] for r in rows}
+    expected = {w.requested_time for w in writes if start.completion_time <= w.completion_time <= end.completion_time}
+    assert times and times <= expected
+    assert min(times) >= start.requested_time and max(times) <= end.requested_time
+
+
+@pytest.mark.parametrize("limit_option,check", [
+    ("maxRowsPerTrigger", lambda batches, n: all(b is None or b.num_rows <= n for b in batches)),
+    ("maxSplitsPerTrigger", lambda batches, n: len(batches) >= 2),
+])
+def test_read_limits_cut_batches_without_loss(limit_option, check, unzip_fixture, tmp_path):
+    table = _copy(unzip_fixture, V9, tmp_path)
+    unlimited = _rows(run_batches(make_reader(str(table), str(tmp_path / "s1"))))
+    reader = make_reader(str(table), str(tmp_path / "s2"), **{limit_option: "2"})
+    batches = run_batches(reader, available_now=True)
+    assert check(batches, 2)
+    limited = _rows(batches)
+    key = lambda r: (r["_hoodie_record_key"], r["_hoodie_commit_time"])  # noqa: E731
+    assert sorted(map(key, limited)) == sorted(map(key, unlimited))
+
+
+def test_partition_filter_prunes_splits(unzip_fixture, tmp_path):
+    table = _copy(unzip_fixture, V9, tmp_path)
+    rows = _rows(run_batches(make_reader(str(table), str(tmp_path / "state"), partitions="region=eu|us")))
+    assert rows and {r["region"] for r in rows} == {"eu", "us"}
+
+
+def test_column_projection_keeps_meta_and_change_type(unzip_fixture, tmp_path):
+    table = _copy(unzip_fixture, V9, tmp_path)
+    batches = run_batches(make_reader(str(table), str(tmp_path / "state"), columns="amount,txn_id"))
+    names = batches[0].column_names
+    assert names[-3:] == ["amount", "txn_id", "_change_type"] and names[0] == "_hoodie_commit_time"
+
+
+def test_restart_replays_the_same_batch(unzip_fixture, tmp_path):
+    """A new reader (new process after a crash) returns identical partitions for an uncommitted batch."""
+    table = _copy(unzip_fixture, V9, tmp_path)
+    state = str(tmp_path / "state")
+    first = make_reader(str(table), state, maxRowsPerTrigger="5")
+    start = first.initialOffset()
+    end = first.latestOffset(start, first.getDefaultReadLimit())
+    parts = first.partitions(start, end)
+    rows = [b for p in parts for b in first.read(p)]
+    second = make_reader(str(table), state, maxRowsPerTrigger="5")  # crashed before commit: Spark replays
+    again = second.partitions(start, end)
+    assert again == parts
+    assert [b for p in again for b in second.read(p)] == rows
+
+
+def test_state_of_another_table_is_refused(unzip_fixture, tmp_path):
+    from state import StateError
+    a = _copy(unzip_fixture, V9, tmp_path / "a")
+    b = _copy(unzip_fixture, V6, tmp_path / "b")
+    state = str(tmp_path / "state")
+    run_batches(make_reader(str(a), state))
+    with pytest.raises(StateError, match="belongs to table"):
+        run_batches(make_reader(str(b), state))
+
+
+def test_torn_state_file_is_refused(unzip_fixture, tmp_path):
+    from state import StateError
+    table = _copy(unzip_fixture, V9, tmp_path)
+    state = tmp_path / "state"
+    run_batches(make_reader(str(table), str(state)))
+    newest = sorted(state.glob("state-*.json"))[-1]
+    newest.write_bytes(newest.read_bytes()[: len(newest.read_bytes()) // 2])
+    with pytest.raises(StateError, match="torn"):
+        run_batches(make_reader(str(table), str(state)))
+
+
+def test_cleaned_files_fail_or_fall_back_to_a_snapshot(unzip_fixture, tmp_path):
+    from monitor.monitor import DataLossError
+    table = _copy(unzip_fixture, V9, tmp_path)
+    reveal = TimelineReveal(table, tmp_path / "hidden")
+    reveal.reveal_next()
+    reader = make_reader(str(table), str(tmp_path / "s1"))
+    run_batches(reader)
+    second = reveal.reveal_next()
+    written = hoodie.HudiTable(str(table)).timeline.commit_metadata(second).written_paths()
+    for p in written:
+        (table / p).unlink()  # the cleaner removed what the next instant wrote before the stream read it
+    reader.driver._last_poll = 0.0
+    with pytest.raises(DataLossError, match=second):
+        run_batches(reader, start=reader._last_offset)
+    lenient = make_reader(str(table), str(tmp_path / "s2"), failOnDataLoss="false", emitDeletes="true")
+    run_batches(lenient)
+    assert reveal.reveal_next()
+    lenient.driver._last_poll = 0.0
+    rows = _rows(run_batches(lenient, start=lenient._last_offset))
+    assert rows, "after the loss the stream continues from a snapshot"
+
+
+def test_unknown_option_lists_valid_ones(tmp_path):
+    from streaming.options import OptionError, parse_options
+    with pytest.raises(OptionError, match="maxRowsPerTrigger"):
+        parse_options({"path": str(tmp_path), "maxRowsPerTriger": "1"})
+
+
+def test_skip_compaction_off_plans_compaction_without_duplicating_rows(unzip_fixture, tmp_path):
+    table = _copy(unzip_fixture, V9, tmp_path)
+    reveal = TimelineReveal(table, tmp_path / "hidden")
+    reveal.reveal_next()
+    reader = make_reader(str(table), str(tmp_path / "state"), skipCompaction="false", skipClustering="false")
+    batches = run_batches(reader)
+    while reveal.reveal_next():
+        reader.driver._last_poll = 0.0
+        batches += run_batches(reader, start=reader._last_offset)
+    rows = _rows(batches)
+    # compaction and clustering keep commit times: reading them adds no new versions
+    versions = [(r["_hoodie_record_key"], r["_hoodie_commit_time"]) for r in rows]
+    assert len(versions) == len(set(versions))
+    assert all(_plain(x) is not None for x in versions)

@@ -129,7 +129,7 @@ class StreamMonitor:
         last = done[-1]
         view = self.table.file_system_view()
         slices = [s for s in view.latest_merged_slices(last.requested_time) if self._keep(s.partition)]
-        splits = [self._split(s, None, max(e.requested_time for e in done), est_rows=None) for s in slices]
+        splits = [self.split_of(s, None, max(e.requested_time for e in done), est_rows=None) for s in slices]
         return Plan(cursor=self.cursor_of(last), splits=splits, instants=done, snapshot=True, blocked_by=blocked)
 
     def plan_next(self, cursor: Cursor | None, max_instants: int | None = None) -> Plan:
@@ -162,11 +162,11 @@ class StreamMonitor:
                 self._check_readable(s, writes)
                 instants = sorted({t for t, _ in writes})
                 est = sum(st.num_writes + st.num_deletes for _, st in writes)
-                splits.append(self._split(s, instants, max_instant, est_rows=est))
+                splits.append(self.split_of(s, instants, max_instant, est_rows=est))
             for (part, file_id), by in sorted(replaced.items()):
                 s = view.merged_slice_of(part, file_id, by)
                 if s is not None:
-                    splits.append(self._split(s, None, by, est_rows=None).model_copy(update={"replaced_by": by}))
+                    splits.append(self.split_of(s, None, by, est_rows=None).model_copy(update={"replaced_by": by}))
             lost = sorted(set(touched) - found)
             if lost:
                 raise DataLossError(f"{self.table.url}: file groups {lost[:3]} written by instants "
@@ -231,7 +231,7 @@ class StreamMonitor:
                 raise DataLossError(f"{self.table.url}: file {st.path} written by instant {instant} is gone "
                                     "(cleaned or replaced) before the stream read it")
 
-    def _split(self, s: FileSlice, instants: list[str] | None, max_instant: str, est_rows: int | None) -> Split:
+    def split_of(self, s: FileSlice, instants: list[str] | None, max_instant: str, est_rows: int | None) -> Split:
         if est_rows is None:
             est_rows = self._footer_rows(s) + sum(1 for _ in s.log_files)
         return Split(partition=s.partition, file_id=s.file_id, base_instant=s.base_instant,

@@ -20,6 +20,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
+from hoodie.read import incremental_instants, plan_slices
 from hoodie.table import HudiTable
 from monitor.monitor import Cursor, DataLossError, MonitorOptions, Plan, StreamMonitor
 from state import PlannedSplit, StateError, StateStore, StreamState
@@ -345,17 +346,14 @@ class HudiBatchReader(DataSourceReader):
         self.spark_schema = schema
 
     def partitions(self):
-        from hoodie.read import plan_slices
-
         o = self.opts
         table = HudiTable(o.path, o.storage or None)
         start = None if o.starting_instant in ("earliest", "latest") else _instant_of(o.starting_instant)
-        slices, max_instant, rng = plan_slices(table, start=start, end=o.ending_instant,
-                                               partition_filter=o.partition_filter())
-        from monitor.monitor import StreamMonitor as _M  # noqa: F401  (same package; keeps imports local)
+        slices, max_instant, _ = plan_slices(table, start=start, end=o.ending_instant,
+                                             partition_filter=o.partition_filter())
+        instants = incremental_instants(table, start, o.ending_instant) if start or o.ending_instant else None
         mon = StreamMonitor(table, MonitorOptions())
-        splits = [mon._split(s, sorted(rng.instants) if rng and rng.instants else None, max_instant or "", 0)
-                  for s in slices]
+        splits = [mon.split_of(s, instants, max_instant, est_rows=0) for s in slices]
         return [FileGroupPartition([SplitRange(s, 0, None)]) for s in splits] or [FileGroupPartition([])]
 
     def read(self, partition: FileGroupPartition):

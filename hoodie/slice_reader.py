@@ -147,7 +147,7 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
             t, d, c = _delete_table(req, block)
             from_block.append(np.ones(t.num_rows, bool))
         else:
-            raw = decode_data_block(block)
+            raw = decode_data_block(block, columns=schema.names)
             t = align(raw, schema)
             d = _deleted_flags(raw)
             c = np.zeros(t.num_rows, bool)

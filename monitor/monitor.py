@@ -70,6 +70,8 @@ class StreamMonitor:
         self.table = table
         self.options = options
         self.v8 = table.config.version >= 8
+        #: partition → file name → info; a partition is listed once, then kept current from commit metadata
+        self._files: dict[str, dict[str, FileInfo]] = {}
 
     # -- instants ----------------------------------------------------------------------------------------------
     def _frontier(self, e: TimelineEntry) -> tuple:
@@ -140,6 +142,7 @@ class StreamMonitor:
             return Plan(cursor=cursor, blocked_by=blocked)
         emitting = [e for e in batch if self._emits(e)]
         tl = self.table.timeline
+        self._learn_files(batch)
         touched: dict[tuple[str, str], list] = {}
         for e in emitting:
             md = tl.commit_metadata(e.requested_time)
@@ -152,9 +155,9 @@ class StreamMonitor:
         splits = []
         if touched or replaced:
             max_instant = max(e.requested_time for e in batch)
-            view = self._view_of_partitions({p for p, _ in touched} | {p for p, _ in replaced})
+            view = self._view_of_groups(set(touched) | set(replaced))
             found = set()
-            for s in view.latest_merged_slices(max_instant, partitions={p for p, _ in touched}):
+            for s in view.latest_merged_slices(max_instant):
                 writes = touched.get((s.partition, s.file_id))
                 if not writes:
                     continue
@@ -210,12 +213,38 @@ class StreamMonitor:
         values = self.table.partition_values(partition)
         return all(values.get(k) in v for k, v in pf.items())
 
-    def _view_of_partitions(self, partitions: set[str]) -> FileSystemView:
-        """A file-system view over the listed partitions only: planning cost follows what the instants wrote."""
-        storage = self.table.storage
+    def _learn_files(self, instants: list[TimelineEntry]) -> None:
+        """Add the files these instants wrote to the cached partition listings (one stat per new file)."""
+        fs, storage = self.table.storage.fs, self.table.storage
+        for e in instants:
+            for st in self.table.timeline.commit_metadata(e.requested_time).write_stats():
+                part = posixpath.dirname(st.path) if st.path else None
+                if part in self._files:
+                    try:
+                        size = int(fs.size(storage.full(st.path)))
+                    except FileNotFoundError:
+                        continue  # removed since (cleaned): the readability check reports it if it matters
+                    self._files[part][posixpath.basename(st.path)] = FileInfo(st.path, size, None)
+
+    def _partition_files(self, part: str) -> dict[str, FileInfo]:
+        if part not in self._files:
+            self._files[part] = {posixpath.basename(f.path): f for f in self.table.storage.list_dir(part)}
+        return self._files[part]
+
+    def _view_of_groups(self, groups: set[tuple[str, str]]) -> FileSystemView:
+        """A file-system view over just these file groups: planning cost follows what the instants wrote.
+
+        Each partition is listed the first time it is written to; after that its listing is kept current
+        from commit metadata, so a poll touches only the files its instants wrote.
+        """
+        wanted: dict[str, set[str]] = {}
+        for part, file_id in groups:
+            wanted.setdefault(part, set()).add(file_id)
         files: list[FileInfo] = []
-        for part in sorted(partitions):
-            files.extend(storage.list_dir(part))
+        for part in sorted(wanted):
+            ids = wanted[part]
+            files.extend(f for name, f in self._partition_files(part).items()
+                         if name.lstrip(".").split("_", 1)[0] in ids)
         return FileSystemView(self.table.config, self.table.timeline, files)
 
     def _check_readable(self, s: FileSlice, writes: list) -> None:

@@ -110,7 +110,8 @@ def _unescape(s: str) -> str:
         else:
             out.append(_ESCAPES.get(nxt, nxt))
             i += 2
-    return "".join(out)
+    # characters outside the BMP arrive as two \u escapes (a UTF-16 surrogate pair): join them
+    return "".join(out).encode("utf-16", "surrogatepass").decode("utf-16")
 
 
 def _fields(value: str | None) -> list[str]:

@@ -147,9 +147,11 @@ def merge_with_base(base: pa.Table | None, base_keys: pa.Array | None, base_orde
     matched_rows, slot = np.array([], np.int64), np.array([], np.int64)
     if nb:
         found = pc.index_in(base_keys, value_set=folded.keys)
-        first = pc.index_in(base_keys, value_set=base_keys).to_numpy(zero_copy_only=False) == np.arange(nb)
-        matched_rows = np.flatnonzero(_valid(found) & first)
-        slot = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)[matched_rows]
+        candidates = np.flatnonzero(_valid(found))
+        slots = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)[candidates]
+        # a key repeated in the base file merges with its first row only (candidates are in row order)
+        first = np.sort(np.unique(slots, return_index=True)[1])
+        matched_rows, slot = candidates[first], slots[first]
     rec = folded.winner[slot]
     log_wins = _log_wins(rules, log, rec, base_ordering, matched_rows)
     # per base row: -1 keep the base row, -2 drop it, >= 0 the log record replacing it
@@ -162,7 +164,8 @@ def merge_with_base(base: pa.Table | None, base_keys: pa.Array | None, base_orde
     keep_rows = np.flatnonzero(choice != -2)
     row_src = np.where(choice[keep_rows] >= 0, nb + choice[keep_rows], keep_rows)
     row_src = np.r_[row_src, nb + folded.winner[inserts]].astype(np.int64)
-    combined = pa.concat_tables([base, log.table]) if base is not None else log.table
+    # one contiguous table: ``take`` over a single chunk is about twice as fast as over two
+    combined = (pa.concat_tables([base, log.table]) if base is not None else log.table).combine_chunks()
     deleted = _deleted_rows(combined, nb, choice, matched_rows, rec, log, folded, consumed) if with_deletes else None
     if not folded.column_source:
         return combined.take(pa.array(row_src, type=pa.int64())), deleted

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from .config import MergeMode, TableConfig, OVERWRITE_WITH_LATEST
 from .fs_view import FileSlice
@@ -95,10 +94,9 @@ def read_slice_changes(req: SliceRead, fs: FileSlice, stats: ScanStats | None = 
     empty = req.schema.empty_table()
     base = None
     if fs.base_file is not None:
-        with storage.open(fs.base_file.path) as f:
-            pf = pq.ParquetFile(f)
-            present = [c for c in req.schema.names if c in pf.schema_arrow.names]
-            base = align(pf.read(columns=present), req.schema)
+        pf = storage.parquet_file(fs.base_file.path)
+        present = [c for c in req.schema.names if c in pf.schema_arrow.names]
+        base = align(pf.read(columns=present), req.schema)
     if req.read_optimized or not fs.log_files:
         return _filter_range(req, base if base is not None else empty), (empty if with_deletes else None)
     cfg = req.table.config

@@ -14,7 +14,6 @@ import logging
 import posixpath
 from dataclasses import dataclass, field
 
-import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
 from hoodie.errors import HoodieError
@@ -272,5 +271,4 @@ class StreamMonitor:
     def _footer_rows(self, s: FileSlice) -> int:
         if s.base_file is None:
             return 0
-        with self.table.storage.open(s.base_file.path) as f:
-            return pq.ParquetFile(f).metadata.num_rows
+        return self.table.storage.parquet_file(s.base_file.path).metadata.num_rows

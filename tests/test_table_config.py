@@ -16,13 +16,14 @@ def test_java_properties_escapes_and_continuations():
             "a=1\n"
             "b\\:c = x\\=y\\:z\n"
             "uni=caf\\u00e9\n"
+            "emoji=\\uD83D\\uDE00\n"
             "long=one,\\\n    two\n"
             "back=C\\\\dir\n"
             "spaced  value with spaces\n"
             "colon:v\n"
             "empty=\n")
     p = parse_java_properties(text)
-    assert p == {"a": "1", "b:c": "x=y:z", "uni": "café", "long": "one,two", "back": "C\\dir",
+    assert p == {"a": "1", "b:c": "x=y:z", "uni": "café", "emoji": "\U0001F600", "long": "one,two", "back": "C\\dir",
                  "spaced": "value with spaces", "colon": "v", "empty": ""}
 
 

@@ -59,6 +59,8 @@ class ArchivedTimeline:
 
     @property
     def instants(self) -> list[ArchivedInstant]:
+        """Loaded on first use, so that a read needing nothing older than the active timeline never opens the
+        archive (which may be large, or damaged)."""
         if self._instants is None:
             loaded = self._load_lsm() if self.config.timeline_layout >= 2 else self._load_v6()
             self._instants = sorted(loaded, key=lambda i: (i.requested_time, i.action.value))
@@ -76,8 +78,8 @@ class ArchivedTimeline:
         for name in files:
             rel = f"{folder}/{name}"
             try:
-                with self.storage.open(rel) as f:
-                    t = pq.read_table(f, columns=["instantTime", "completionTime", "action", "metadata"])
+                t = self.storage.parquet_file(rel).read(columns=["instantTime", "completionTime", "action",
+                                                                  "metadata"])
             except FileNotFoundError:
                 raise CorruptFileError(f"{self.storage.url}/{rel}: listed in the LSM manifest but missing") from None
             except Exception as e:

@@ -1,0 +1,828 @@
+"""Speed and memory of reading one Merge-On-Read file slice: our reader against hudi-rs and pyarrow.
+
+Run: ``python bench/bench_slice_read.py [--rows N] [--updates U] [--blocks B] [--repeat R] [--keep DIR]
+[--compression CODEC] [--profile [N]]`` (defaults: 1,000,000 rows, 200,000 updates, 4 blocks, best of 3, gzip).
+``--keep DIR`` keeps the table; run again with the same DIR and flags to reuse it instead of writing it again.
+
+Builds a valid Hudi table version 9 MOR table (non-partitioned, COMMIT_TIME_ORDERING, laid out like the fixture
+``mor_avro__v9_mor_nonpart_3commits``) holding one file slice: a base parquet file of N trips-like rows written
+by deltacommit 1, and one log file of deltacommit 2 with U updates of distinct existing keys in B Avro data
+blocks, encoded with the project's own ``hoodie.logfile.writer``. Before timing anything it checks that our
+merged output, hudi-rs's merged output and the expected state (the base with the updates applied) are the same
+rows, and that both read-optimized reads equal the base file; it aborts (exit 1) if not.
+
+Then every measurement runs in a fresh subprocess (so memory high-water marks don't mix), taking the best of R
+runs (wall time, plus the CPU time of that run over all threads, which is steadier on a busy machine), and the
+script prints:
+
+* merged read rows/s, ours vs hudi-rs, slice level (ours ``read_slice`` vs hudi-rs
+  ``HudiFileGroupReader.read_file_slice``, table opened and slice planned outside the timing) and table level
+  (``hoodie.read_table(url)`` vs ``HudiTableBuilder...build().read(HudiReadOptions())``, open included);
+* read-optimized rows/s, ``hoodie.read_table(url, read_optimized=True)`` vs ``pyarrow.parquet.read_table``;
+* peak memory of each: process RSS high-water mark (``resource.getrusage``) and the Arrow default memory
+  pool's high-water mark (``pa.default_memory_pool().max_memory()``; counts only Arrow-pool allocations, not
+  polars' or hudi-rs's own, so compare RSS across readers);
+* where our merged slice read spends its time: base parquet read, log file read and block framing, Avro → Arrow
+  decode, log assembly (align/concat/keys), merge, other;
+* the ratios (ours / theirs rows/s) against the targets: merged ≥ 1.0×, read-optimized ≥ 0.8×.
+
+``--profile`` adds a cProfile of one merged slice read (top N lines by cumulative time, default 25).
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import fastavro  # noqa: E402
+
+from hoodie.logfile.avro_arrow import records_to_avro_dicts  # noqa: E402
+from hoodie.logfile.format import make_log_file_name  # noqa: E402
+from hoodie.logfile.writer import encode_avro_data_block  # noqa: E402
+
+MERGED_TARGET = 1.0
+READ_OPTIMIZED_TARGET = 0.8
+
+DATABASE = "default"
+TABLE_NAME = "bench_trips"
+INSTANT_1 = "20250601120000000"  # deltacommit 1: the base file (requested time)
+COMPLETION_1 = "20250601120005123"
+INSTANT_2 = "20250601120010000"  # deltacommit 2: the log file
+COMPLETION_2 = "20250601120015456"
+BASE_TOKEN = "0-10-100"
+LOG_TOKEN = "0-20-200"
+SEED = 20250601
+
+META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
+        "_hoodie_file_name"]
+KEY = "_hoodie_record_key"
+CITIES = ["san_francisco", "sao_paulo", "chennai", "new_york", "amsterdam", "berlin", "tokyo"]
+
+# Writer schema without meta fields, as Hudi/Spark writes it (nullable unions, null first, default null).
+DATA_FIELDS = [("uuid", "string"), ("ts", "long"), ("rider", "string"), ("driver", "string"),
+               ("fare", "double"), ("city", "string")]
+WRITER_SCHEMA = {
+    "type": "record", "name": f"{TABLE_NAME}_record", "namespace": f"hoodie.{TABLE_NAME}",
+    "fields": [{"name": n, "type": ["null", t], "default": None} for n, t in DATA_FIELDS],
+}
+# With meta fields first: the SCHEMA header of the log blocks and parquet.avro.schema of the base file.
+FULL_SCHEMA = dict(WRITER_SCHEMA, fields=[{"name": n, "type": ["null", "string"], "doc": "", "default": None}
+                                          for n in META] + WRITER_SCHEMA["fields"])
+WRITER_SCHEMA_JSON = json.dumps(WRITER_SCHEMA, separators=(",", ":"))
+FULL_SCHEMA_JSON = json.dumps(FULL_SCHEMA, separators=(",", ":"))
+ARROW_TYPES = {"string": pa.string(), "long": pa.int64(), "double": pa.float64()}
+ARROW_SCHEMA = pa.schema([pa.field(n, pa.string()) for n in META]
+                         + [pa.field(n, ARROW_TYPES[t]) for n, t in DATA_FIELDS])
+
+# The Avro schema embedded, byte for byte, in the completed deltacommit files of table version 8/9 fixtures
+# (mor_avro__v9_mor_nonpart_3commits): Hudi's HoodieCommitMetadata.avsc as Avro's Java writer prints it.
+COMMIT_METADATA_SCHEMA = (
+    '{"type":"record","name":"HoodieCommitMetadata","namespace":"org.apache.hudi.avro.model","fields":[{"name":'
+    '"partitionToWriteStats","type":["null",{"type":"map","values":{"type":"array","items":{"type":"record",'
+    '"name":"HoodieWriteStat","fields":[{"name":"fileId","type":["null",{"type":"string","avro.java.string":'
+    '"String"}],"default":null},{"name":"path","type":["null",{"type":"string","avro.java.string":"String"}],'
+    '"default":null},{"name":"prevCommit","type":["null",{"type":"string","avro.java.string":"String"}],'
+    '"default":null},{"name":"numWrites","type":["null","long"],"default":null},{"name":"numDeletes","type":'
+    '["null","long"],"default":null},{"name":"numUpdateWrites","type":["null","long"],"default":null},{"name":'
+    '"totalWriteBytes","type":["null","long"],"default":null},{"name":"totalWriteErrors","type":["null","long"],'
+    '"default":null},{"name":"partitionPath","type":["null",{"type":"string","avro.java.string":"String"}],'
+    '"default":null},{"name":"totalLogRecords","type":["null","long"],"default":null},{"name":"totalLogFiles",'
+    '"type":["null","long"],"default":null},{"name":"totalUpdatedRecordsCompacted","type":["null","long"],'
+    '"default":null},{"name":"numInserts","type":["null","long"],"default":null},{"name":"totalLogBlocks",'
+    '"type":["null","long"],"default":null},{"name":"totalCorruptLogBlock","type":["null","long"],"default":'
+    'null},{"name":"totalRollbackBlocks","type":["null","long"],"default":null},{"name":"fileSizeInBytes",'
+    '"type":["null","long"],"default":null},{"name":"logVersion","type":["null","int"],"default":null},{"name":'
+    '"logOffset","type":["null","long"],"default":null},{"name":"baseFile","type":["null",{"type":"string",'
+    '"avro.java.string":"String"}],"default":null},{"name":"logFiles","type":["null",{"type":"array","items":'
+    '{"type":"string","avro.java.string":"String"},"default":null}],"default":null},{"name":"cdcStats","type":'
+    '["null",{"type":"map","values":"long","avro.java.string":"String","default":null}],"default":null},'
+    '{"name":"prevBaseFile","type":["null",{"type":"string","avro.java.string":"String"}],"default":null},'
+    '{"name":"minEventTime","type":["null","long"],"default":null},{"name":"maxEventTime","type":["null",'
+    '"long"],"default":null},{"name":"runtimeStats","type":["null",{"type":"record","name":'
+    '"HoodieRuntimeStats","fields":[{"name":"totalScanTime","type":["null","long"],"default":null},{"name":'
+    '"totalCreateTime","type":["null","long"],"default":null},{"name":"totalUpsertTime","type":["null","long"],'
+    '"default":null}]}],"default":null},{"name":"totalLogFilesCompacted","type":["null","long"],"default":null},'
+    '{"name":"totalLogReadTimeMs","type":["null","long"],"default":null},{"name":"totalLogSizeCompacted",'
+    '"type":["null","long"],"default":null},{"name":"tempPath","type":["null",{"type":"string",'
+    '"avro.java.string":"String"}],"default":null},{"name":"numUpdates","type":["null","long"],"default":null}]}},'
+    '"avro.java.string":"String"}],"default":null},{"name":"compacted","type":["null","boolean"],"default":null},'
+    '{"name":"extraMetadata","type":["null",{"type":"map","values":{"type":"string","avro.java.string":"String"},'
+    '"avro.java.string":"String","default":null}],"default":null},{"name":"version","type":["int","null"],'
+    '"default":1},{"name":"operationType","type":["null",{"type":"string","avro.java.string":"String"}],'
+    '"default":null}]}'
+)
+_COMMIT_METADATA_PARSED = fastavro.parse_schema(json.loads(COMMIT_METADATA_SCHEMA))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Building the table
+# ---------------------------------------------------------------------------------------------------------------
+
+def _zigzag(n: int) -> bytes:
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while n & ~0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _avro_bytes(b: bytes) -> bytes:
+    return _zigzag(len(b)) + b
+
+
+def commit_metadata_file(record: dict, sync: bytes) -> bytes:
+    """An Avro object container file of one ``HoodieCommitMetadata`` record, codec null, like Hudi writes."""
+    datum = io.BytesIO()
+    fastavro.schemaless_writer(datum, _COMMIT_METADATA_PARSED, record)
+    header = (b"Obj\x01" + _zigzag(1) + _avro_bytes(b"avro.schema") + _avro_bytes(COMMIT_METADATA_SCHEMA.encode())
+              + _zigzag(0) + sync)
+    body = datum.getvalue()
+    return header + _zigzag(1) + _zigzag(len(body)) + body + sync
+
+
+def write_stat(**fields) -> dict:
+    """A ``HoodieWriteStat`` with the defaults the fixtures show (counters 0, optional fields null)."""
+    stat = {"fileId": None, "path": None, "prevCommit": None, "numWrites": 0, "numDeletes": 0,
+            "numUpdateWrites": 0, "totalWriteBytes": 0, "totalWriteErrors": 0, "partitionPath": "",
+            "totalLogRecords": 0, "totalLogFiles": None, "totalUpdatedRecordsCompacted": 0, "numInserts": 0,
+            "totalLogBlocks": 0, "totalCorruptLogBlock": 0, "totalRollbackBlocks": 0, "fileSizeInBytes": 0,
+            "logVersion": None, "logOffset": None, "baseFile": None, "logFiles": None, "cdcStats": None,
+            "prevBaseFile": None, "minEventTime": None, "maxEventTime": None, "runtimeStats": None,
+            "totalLogFilesCompacted": 0, "totalLogReadTimeMs": 0, "totalLogSizeCompacted": 0, "tempPath": None,
+            "numUpdates": 0}
+    stat.update(fields)
+    return stat
+
+
+def commit_metadata(stats: list[dict], operation: str, with_schema: bool = True) -> dict:
+    return {"partitionToWriteStats": {"": stats}, "compacted": False,
+            "extraMetadata": {"schema": WRITER_SCHEMA_JSON} if with_schema else {}, "version": None,
+            "operationType": operation}
+
+
+def _java_properties_escape(value: str) -> str:
+    """Escape a value as ``java.util.Properties.store`` does (ASCII values: backslash, ``:``, ``=``, ``#``, ``!``)."""
+    out = value.replace("\\", "\\\\")
+    for ch in ":=#!":
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
+def hoodie_properties() -> str:
+    """The fixture's hoodie.properties with our name/fields, no metadata table partitions, a correct checksum."""
+    props = {
+        "hoodie.table.initial.version": "9",
+        "hoodie.table.keygenerator.type": "NON_PARTITION",
+        "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.archivelog.folder": "archived",
+        "hoodie.table.create.schema": WRITER_SCHEMA_JSON,
+        "hoodie.timeline.layout.version": "2",
+        "hoodie.timeline.history.path": "history",
+        "hoodie.table.checksum": str(zlib.crc32(f"{DATABASE}.{TABLE_NAME}".encode())),
+        "hoodie.datasource.write.drop.partition.columns": "false",
+        "hoodie.table.recordkey.fields": "uuid",
+        "hoodie.table.name": TABLE_NAME,
+        "hoodie.table.format": "native",
+        "hoodie.table.base.file.format": "PARQUET",
+        "hoodie.timeline.path": "timeline",
+        "hoodie.table.ordering.fields": "ts",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.database.name": DATABASE,
+        "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING",
+        "hoodie.datasource.write.partitionpath.urlencode": "false",
+        "hoodie.table.version": "9",
+    }
+    lines = ["#Updated at 2025-06-01T12:00:00.000000Z", "#Sun Jun 01 12:00:00 UTC 2025"]
+    lines += [f"{k}={_java_properties_escape(v)}" for k, v in props.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _const(value: str, n: int) -> pa.Array:
+    return pa.repeat(pa.scalar(value, pa.string()), n)
+
+
+def make_base(n: int, base_name: str, rng: np.random.Generator) -> pa.Table:
+    """N trips rows of deltacommit 1, meta columns first, ``_hoodie_file_name`` = the base file name."""
+    pyrng = random.Random(SEED)
+    uuids = pa.array([str(uuid.UUID(int=pyrng.getrandbits(128), version=4)) for _ in range(n)], pa.string())
+    ts = pa.array(1_717_200_000_000 + np.sort(rng.integers(0, 86_400_000, n)), pa.int64())
+    rider = pc.binary_join_element_wise("rider-", pc.cast(pa.array(rng.integers(0, 10_000, n)), pa.string()), "")
+    driver = pc.binary_join_element_wise("driver-", pc.cast(pa.array(rng.integers(0, 10_000, n)), pa.string()), "")
+    fare = pa.array(np.round(rng.uniform(5.0, 120.0, n), 2), pa.float64())
+    city = pa.DictionaryArray.from_arrays(pa.array(rng.integers(0, len(CITIES), n).astype(np.int32)),
+                                          pa.array(CITIES)).cast(pa.string())
+    seqno = pc.binary_join_element_wise(f"{INSTANT_1}_0_", pc.cast(pa.array(np.arange(n)), pa.string()), "")
+    cols = {
+        "_hoodie_commit_time": _const(INSTANT_1, n),
+        "_hoodie_commit_seqno": seqno,
+        "_hoodie_record_key": uuids,
+        "_hoodie_partition_path": _const("", n),
+        "_hoodie_file_name": _const(base_name, n),
+        "uuid": uuids, "ts": ts, "rider": rider, "driver": driver, "fare": fare, "city": city,
+    }
+    return pa.Table.from_pydict(cols, schema=ARROW_SCHEMA)
+
+
+def make_updates(base: pa.Table, u: int, file_id: str, rng: np.random.Generator) -> tuple[pa.Table, np.ndarray]:
+    """U updates of distinct existing keys (random order) by deltacommit 2, and the base rows they replace."""
+    n = base.num_rows
+    rows = rng.choice(n, size=u, replace=False)
+    idx = pa.array(rows)
+    old = base.take(idx)
+    seqno = pc.binary_join_element_wise(f"{INSTANT_2}_0_", pc.cast(pa.array(np.arange(u)), pa.string()), "")
+    cols = {
+        "_hoodie_commit_time": _const(INSTANT_2, u),
+        "_hoodie_commit_seqno": seqno,
+        "_hoodie_record_key": old.column(KEY),
+        "_hoodie_partition_path": old.column("_hoodie_partition_path"),
+        "_hoodie_file_name": _const(file_id, u),
+        "uuid": old.column("uuid"),
+        "ts": pc.add(old.column("ts"), pa.scalar(86_400_000, pa.int64())),
+        "rider": pc.binary_join_element_wise("rider-", pc.cast(pa.array(rng.integers(10_000, 20_000, u)),
+                                                               pa.string()), ""),
+        "driver": pc.binary_join_element_wise("driver-", pc.cast(pa.array(rng.integers(10_000, 20_000, u)),
+                                                                 pa.string()), ""),
+        "fare": pa.array(np.round(rng.uniform(5.0, 120.0, u), 2), pa.float64()),
+        "city": old.column("city"),
+    }
+    return pa.Table.from_pydict(cols, schema=ARROW_SCHEMA), rows
+
+
+def file_names() -> tuple[str, str, str]:
+    """File id, base file name and log file name (deterministic, so a kept table can be found again)."""
+    file_id = f"{uuid.UUID(int=random.Random(SEED + 1).getrandbits(128), version=4)}-0"
+    return (file_id, f"{file_id}_{BASE_TOKEN}_{INSTANT_1}.parquet",
+            make_log_file_name(file_id, INSTANT_2, 1, LOG_TOKEN))
+
+
+def generate(n: int, u: int) -> dict:
+    """The rows (deterministic for given n, u): base, updates, expected merged state."""
+    rng = np.random.default_rng(SEED)
+    file_id, base_name, log_name = file_names()
+    base = make_base(n, base_name, rng)
+    updates, rows = make_updates(base, u, file_id, rng)
+    # expected state: the base with each updated row replaced in place
+    src = np.arange(n, dtype=np.int64)
+    src[rows] = n + np.arange(u)
+    expected = pa.concat_tables([base, updates]).take(pa.array(src))
+    return {"base": base, "updates": updates, "expected": expected, "updated_keys": updates.column(KEY),
+            "file_id": file_id, "base_name": base_name, "log_name": log_name}
+
+
+def write_table(root: Path, data: dict, blocks: int, compression: str) -> None:
+    """Write the table of ``data`` under ``root``: properties, partition metadata, timeline, base and log file."""
+    base, updates, file_id = data["base"], data["updates"], data["file_id"]
+    base_name, log_name = data["base_name"], data["log_name"]
+    n, u = base.num_rows, updates.num_rows
+    timeline = root / ".hoodie" / "timeline"
+    (timeline / "history").mkdir(parents=True)
+    (root / ".hoodie" / "hoodie.properties").write_text(hoodie_properties())
+    (root / ".hoodie_partition_metadata").write_text(
+        f"#partition metadata\n#Sun Jun 01 12:00:00 UTC 2025\ncommitTime={INSTANT_1}\npartitionDepth=0\n")
+    sync = random.Random(SEED + 2).randbytes(16)
+
+    def instant_files(instant: str, completion: str, inflight: dict, done: dict) -> None:
+        (timeline / f"{instant}.deltacommit.requested").write_bytes(b"")
+        (timeline / f"{instant}.deltacommit.inflight").write_bytes(commit_metadata_file(inflight, sync))
+        # the completed file appears atomically: temp name, then rename
+        tmp = timeline / f".{instant}_{completion}.deltacommit.tmp"
+        tmp.write_bytes(commit_metadata_file(done, sync))
+        tmp.rename(timeline / f"{instant}_{completion}.deltacommit")
+
+    runtime = {"totalScanTime": 0, "totalCreateTime": 0, "totalUpsertTime": 0}
+    # deltacommit 1: the base file
+    keys = base.column(KEY)
+    metadata = {b"parquet.avro.schema": FULL_SCHEMA_JSON.encode(), b"writer.model.name": b"avro",
+                b"hoodie_min_record_key": pc.min(keys).as_py().encode(),
+                b"hoodie_max_record_key": pc.max(keys).as_py().encode()}
+    pq.write_table(base.replace_schema_metadata(metadata), root / base_name, compression=compression)
+    base_size = (root / base_name).stat().st_size
+    instant_files(
+        INSTANT_1, COMPLETION_1,
+        commit_metadata([write_stat(fileId=file_id, prevCommit="null", partitionPath=None)], "INSERT", False),
+        commit_metadata([write_stat(fileId=file_id, path=base_name, prevCommit="null", numWrites=n, numInserts=n,
+                                    totalWriteBytes=base_size, fileSizeInBytes=base_size, runtimeStats=runtime)],
+                        "INSERT"))
+
+    # deltacommit 2: one log file, U updates in B Avro data blocks
+    edges = np.linspace(0, u, blocks + 1).astype(int)
+    with open(root / log_name, "wb") as f:
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            records = records_to_avro_dicts(updates.slice(lo, hi - lo), FULL_SCHEMA_JSON)
+            f.write(encode_avro_data_block(records, FULL_SCHEMA_JSON, INSTANT_2))
+    log_size = (root / log_name).stat().st_size
+    instant_files(
+        INSTANT_2, COMPLETION_2,
+        commit_metadata([write_stat(fileId=file_id, prevCommit=INSTANT_1, numUpdateWrites=u, partitionPath=None)],
+                        "UPSERT", False),
+        commit_metadata([write_stat(fileId=file_id, path=log_name, prevCommit=INSTANT_2, numWrites=u,
+                                    numUpdateWrites=u, totalWriteBytes=log_size, fileSizeInBytes=log_size,
+                                    totalLogBlocks=blocks, logVersion=1, logOffset=0, baseFile="",
+                                    logFiles=[log_name], runtimeStats=runtime)], "UPSERT"))
+
+
+def kept_table_params(root: Path) -> tuple[int, int, int, str] | None:
+    """(rows, updates, blocks, codec) of a table this script built in ``root`` earlier, or None."""
+    _, base_name, log_name = file_names()
+    completed = root / ".hoodie" / "timeline" / f"{INSTANT_2}_{COMPLETION_2}.deltacommit"
+    if not ((root / base_name).is_file() and (root / log_name).is_file() and completed.is_file()):
+        return None
+    md = pq.ParquetFile(root / base_name).metadata
+    with open(completed, "rb") as f:
+        (stat,) = next(fastavro.reader(f))["partitionToWriteStats"][""]
+    return md.num_rows, stat["numUpdateWrites"], stat["totalLogBlocks"], md.row_group(0).column(0).compression
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Verification (in the parent, before any timing)
+# ---------------------------------------------------------------------------------------------------------------
+
+class Mismatch(Exception):
+    pass
+
+
+def _conform(t: pa.Table, what: str) -> pa.Table:
+    """``t`` with exactly our columns and types (hudi-rs may return other string layouts or nullability)."""
+    missing = [c for c in ARROW_SCHEMA.names if c not in t.column_names]
+    if missing:
+        raise Mismatch(f"{what}: columns {missing} missing (has {t.column_names})")
+    cols = [t.column(f.name).cast(f.type) for f in ARROW_SCHEMA]
+    return pa.Table.from_arrays(cols, schema=ARROW_SCHEMA)
+
+
+def assert_same_rows(a: pa.Table, b: pa.Table, what_a: str, what_b: str) -> None:
+    """Same multiset of rows (compared sorted by record key, which is unique here), every column."""
+    a, b = _conform(a, what_a), _conform(b, what_b)
+    if a.num_rows != b.num_rows:
+        raise Mismatch(f"{what_a} has {a.num_rows:,} rows, {what_b} {b.num_rows:,}")
+    if pc.count_distinct(a.column(KEY)).as_py() != a.num_rows:
+        raise Mismatch(f"{what_a}: record keys are not unique")
+    if not a.column(KEY).equals(b.column(KEY)):  # not already in the same order
+        a, b = a.sort_by(KEY), b.sort_by(KEY)
+    for name in ARROW_SCHEMA.names:
+        x, y = a.column(name).combine_chunks(), b.column(name).combine_chunks()
+        if x.equals(y):
+            continue
+        eq = pc.fill_null(pc.equal(x, y), False).to_numpy(zero_copy_only=False)
+        both_null = (pc.is_null(x).to_numpy(zero_copy_only=False) & pc.is_null(y).to_numpy(zero_copy_only=False))
+        bad = np.flatnonzero(~(eq | both_null))
+        i = int(bad[0]) if len(bad) else 0
+        raise Mismatch(f"column {name!r} differs in {len(bad):,} rows; e.g. key {a.column(KEY)[i].as_py()}: "
+                       f"{what_a} {x[i].as_py()!r} vs {what_b} {y[i].as_py()!r}")
+
+
+def check_updated_sample(t: pa.Table, expected: pa.Table, updated_keys: pa.ChunkedArray, what: str,
+                         k: int = 20) -> None:
+    """Spot check: a sample of updated keys carries the log version (deltacommit 2's values) in ``t``."""
+    if len(updated_keys) == 0:
+        return
+    sample = updated_keys.take(pa.array(np.random.default_rng(7).choice(len(updated_keys),
+                                                                        min(k, len(updated_keys)), replace=False)))
+    got = _conform(t, what).filter(pc.is_in(t.column(KEY), value_set=sample.combine_chunks())).sort_by(KEY)
+    want = expected.filter(pc.is_in(expected.column(KEY), value_set=sample.combine_chunks())).sort_by(KEY)
+    if got.num_rows != want.num_rows or not got.equals(want):
+        raise Mismatch(f"{what}: updated keys do not carry the log values, e.g. {got.slice(0, 1).to_pylist()} vs "
+                       f"expected {want.slice(0, 1).to_pylist()}")
+    n_new = pc.sum(pc.equal(t.column("_hoodie_commit_time"), INSTANT_2)).as_py() or 0
+    if n_new != len(updated_keys):
+        raise Mismatch(f"{what}: {n_new:,} rows have commit time {INSTANT_2}, expected {len(updated_keys):,}")
+
+
+def verify(path: str, built: dict) -> None:
+    import hudi
+
+    import hoodie
+
+    expected, base = built["expected"], built["base"]
+    ours = hoodie.read_table(path)
+    check_updated_sample(ours, expected, built["updated_keys"], "ours (merged)")
+    assert_same_rows(ours, expected, "ours (merged)", "expected state")
+    rs_table = hudi.HudiTableBuilder.from_base_uri(path).build()
+    theirs = pa.Table.from_batches(rs_table.read(hudi.HudiReadOptions()))
+    check_updated_sample(theirs, expected, built["updated_keys"], "hudi-rs (merged)")
+    assert_same_rows(ours, theirs, "ours (merged)", "hudi-rs (merged)")
+    slices = rs_table.get_file_slices()
+    if len(slices) != 1 or not slices[0].has_log_files:
+        raise Mismatch(f"hudi-rs plans {len(slices)} file slices (log files: "
+                       f"{[s.log_file_names for s in slices]}), expected one slice with a log file")
+    batch = rs_table.create_file_group_reader_with_options().read_file_slice(slices[0])
+    assert_same_rows(ours, pa.Table.from_batches([batch]), "ours (merged)", "hudi-rs read_file_slice")
+    ro = hoodie.read_table(path, read_optimized=True)
+    assert_same_rows(ro, base, "ours (read-optimized)", "base file")
+    assert_same_rows(pq.read_table(os.path.join(path, built["base_name"])), base, "pyarrow base read", "base file")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Measurements (each in a fresh subprocess: ``--worker KIND``)
+# ---------------------------------------------------------------------------------------------------------------
+
+def _rss_now_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _rss_peak_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+
+
+def _vm_hwm_bytes() -> int:
+    """The kernel's RSS high-water mark of this process image (``VmHWM``), to cross-check ``ru_maxrss``."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _best_of(fn, repeat: int) -> tuple[float, int, list[float], float]:
+    """Best wall time of ``repeat`` runs, the row count, all wall times, and the CPU time (all threads) of the best."""
+    times, cpus, rows = [], [], None
+    for _ in range(repeat):
+        c0, t0 = time.process_time(), time.perf_counter()
+        out = fn()
+        dt = time.perf_counter() - t0
+        cpus.append(time.process_time() - c0)
+        n = out.num_rows if hasattr(out, "num_rows") else sum(b.num_rows for b in out)
+        if rows is not None and n != rows:
+            raise SystemExit(f"row count changed between runs: {rows} then {n}")
+        rows = n
+        times.append(dt)
+        del out  # free before the next run so the high-water marks are those of one read
+    best = min(range(repeat), key=times.__getitem__)
+    return times[best], rows, times, cpus[best]
+
+
+def _ours_slice_setup(path: str, read_optimized: bool = False):
+    from hoodie.read import plan_slices
+    from hoodie.slice_reader import SliceRead, read_slice
+    from hoodie.table import HudiTable
+
+    table = HudiTable(path)
+    slices, max_instant, _ = plan_slices(table)
+    if len(slices) != 1:
+        raise SystemExit(f"ours plans {len(slices)} file slices, expected 1")
+    req = SliceRead(table, table.arrow_schema(), max_instant, read_optimized=read_optimized)
+    return lambda: read_slice(req, slices[0])
+
+
+def _hudi_slice_setup(path: str):
+    import hudi
+
+    table = hudi.HudiTableBuilder.from_base_uri(path).build()
+    (fs,) = table.get_file_slices()
+    reader = table.create_file_group_reader_with_options()
+    return lambda: reader.read_file_slice(fs)
+
+
+def worker_fn(kind: str, path: str, base_file: str):
+    """The function a worker times, built (imports, table open, planning) outside the timing."""
+    if kind == "ours_slice":
+        return _ours_slice_setup(path)
+    if kind == "hudi_slice":
+        return _hudi_slice_setup(path)
+    if kind == "ours_table":
+        import hoodie
+        return lambda: hoodie.read_table(path)
+    if kind == "hudi_table":
+        import hudi
+        return lambda: hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
+    if kind == "ours_ro":
+        import hoodie
+        return lambda: hoodie.read_table(path, read_optimized=True)
+    if kind == "ours_ro_slice":
+        return _ours_slice_setup(path, read_optimized=True)
+    if kind == "pyarrow_ro":
+        return lambda: pq.read_table(base_file)
+    raise SystemExit(f"unknown worker kind {kind!r}")
+
+
+def run_worker(kind: str, path: str, base_file: str, repeat: int) -> dict:
+    if kind == "ours_phases":
+        return run_phases(path, repeat)
+    if kind == "ours_profile":
+        return run_profile(path, repeat)
+    fn = worker_fn(kind, path, base_file)
+    pool = pa.default_memory_pool()
+    rss_before, pool_before = _rss_now_bytes(), pool.max_memory()
+    best, rows, times, cpu = _best_of(fn, repeat)
+    out = fn()  # one more read, kept alive: what the result holds in the Arrow pool
+    held = pa.total_allocated_bytes()
+    return {"kind": kind, "seconds": best, "times": times, "cpu_seconds": cpu, "rows": rows, "rss_before": rss_before,
+            "rss_peak": _rss_peak_bytes(), "vm_hwm": _vm_hwm_bytes(), "pool_peak": pool.max_memory(),
+            "pool_before": pool_before,
+            "pool_held_by_result": held, "result_nbytes": _nbytes(out), "pool_backend": pool.backend_name}
+
+
+def _nbytes(out) -> int:
+    return out.nbytes if hasattr(out, "nbytes") else sum(b.nbytes for b in out)
+
+
+def run_phases(path: str, repeat: int) -> dict:
+    """Our merged slice read with timers around the steps ``read_slice`` calls; the best run's split.
+
+    The steps are found by name in ``hoodie.slice_reader`` (``scan_blocks``, ``_log_records``,
+    ``decode_data_block``, ``merge_with_base``) and ``hoodie.logfile.avro_arrow`` (``_decode_polars``); a name that
+    is gone is reported, not fatal. Everything before the first ``scan_blocks`` call is the base file read.
+    """
+    import hoodie.logfile.avro_arrow as avro_arrow
+    import hoodie.slice_reader as sr
+
+    timers: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    first_start: dict[str, float] = {}
+    missing = []
+
+    def wrap(module, name: str, key: str, count_none: str | None = None) -> None:
+        orig = getattr(module, name, None)
+        if orig is None:
+            missing.append(f"{module.__name__}.{name}")
+            return
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            first_start.setdefault(key, t0)
+            try:
+                result = orig(*args, **kwargs)
+            finally:
+                timers[key] = timers.get(key, 0.0) + time.perf_counter() - t0
+                counts[key] = counts.get(key, 0) + 1
+            if count_none is not None and result is None:
+                counts[count_none] = counts.get(count_none, 0) + 1
+            return result
+        setattr(module, name, timed)
+
+    merged = _ours_slice_setup(path)
+    wrap(sr, "scan_blocks", "log_scan")
+    wrap(sr, "_log_records", "log_records")
+    wrap(sr, "decode_data_block", "log_decode")
+    wrap(sr, "merge_with_base", "merge")
+    wrap(avro_arrow, "_decode_polars", "polars_decode", count_none="polars_fallback")
+    best = None
+    for _ in range(repeat):
+        timers.clear()
+        counts.clear()
+        first_start.clear()
+        t0 = time.perf_counter()
+        out = merged()
+        total = time.perf_counter() - t0
+        rows = out.num_rows
+        del out
+        run = {"total": total, "rows": rows, **timers, **{f"n_{k}": v for k, v in counts.items()}}
+        if "log_scan" in first_start:
+            run["base_read"] = first_start["log_scan"] - t0
+        if best is None or total < best["total"]:
+            best = run
+    best["missing_hooks"] = missing
+    return {"kind": "ours_phases", **best}
+
+
+def run_profile(path: str, top: int) -> dict:
+    import cProfile
+    import pstats
+
+    fn = _ours_slice_setup(path)
+    fn()  # warm-up (imports, lru caches)
+    prof = cProfile.Profile()
+    prof.enable()
+    fn()
+    prof.disable()
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).strip_dirs().sort_stats("cumulative").print_stats(top)
+    return {"kind": "ours_profile", "text": buf.getvalue()}
+
+
+# Workers are started through this small launcher. Linux carries a process's RSS high-water mark across
+# fork/vfork + exec (``ru_maxrss`` of a child started directly by this big parent would start at the parent's
+# peak); a child of the lean launcher starts from the launcher's ~10 MiB instead.
+LAUNCHER = "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode)"
+
+
+def measure(kind: str, path: str, base_file: str, repeat: int) -> dict:
+    cmd = [sys.executable, "-c", LAUNCHER, sys.executable, str(Path(__file__).resolve()), "--worker", kind,
+           "--table-path", path, "--base-file", base_file, "--repeat", str(repeat)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"worker {kind} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------------------------------------------
+
+def _mb(b: float) -> str:
+    return f"{b / 2**20:,.0f} MiB"
+
+
+def report(args, built: dict, results: dict[str, dict], phases: dict, hudi_version: str) -> None:
+    n, u = args.rows, args.updates
+    print()
+    print(f"One MOR file slice: {n:,} base rows + {u:,} log updates ({args.blocks} Avro data blocks, one log "
+          f"file); best of {args.repeat}")
+    print(f"base parquet {built['base_size'] / 2**20:.1f} MiB ({args.compression}), log file "
+          f"{built['log_size'] / 2**20:.1f} MiB; hudi-rs (hudi) {hudi_version}, pyarrow {pa.__version__}, "
+          f"{os.cpu_count()} CPUs")
+    load = os.getloadavg()
+    print(f"load average at start {args.load_at_start:.1f}, at end {load[0]:.1f}"
+          + (f" -- MORE THAN {os.cpu_count()} CPUs: other processes compete, timings are noisy"
+             if max(args.load_at_start, load[0]) > (os.cpu_count() or 1) else ""))
+    print()
+    rows = [
+        ("merged, slice", "ours     read_slice", "ours_slice"),
+        ("merged, slice", "hudi-rs  HudiFileGroupReader.read_file_slice", "hudi_slice"),
+        ("merged, table", "ours     hoodie.read_table(url)", "ours_table"),
+        ("merged, table", "hudi-rs  HudiTable.read(HudiReadOptions())", "hudi_table"),
+        ("read-optimized", "ours     hoodie.read_table(url, read_optimized=True)", "ours_ro"),
+        ("read-optimized", "ours     read_slice (read_optimized)", "ours_ro_slice"),
+        ("read-optimized", "pyarrow  pq.read_table(base file)", "pyarrow_ro"),
+    ]
+    head = (f"{'query':<15} {'reader':<52} {'best s':>7} {'median':>7} {'CPU s':>6} {'rows/s':>12} "
+            f"{'peak RSS':>11} {'RSS growth':>11} {'Arrow pool peak':>16}")
+    print(head)
+    print("-" * len(head))
+    for query, label, kind in rows:
+        r = results[kind]
+        pool_peak = _mb(r["pool_peak"]) if kind.startswith(("ours", "pyarrow")) else "(not Arrow)"
+        print(f"{query:<15} {label:<52} {r['seconds']:>7.3f} {float(np.median(r['times'])):>7.3f} "
+              f"{r['cpu_seconds']:>6.2f} "
+              f"{r['rows'] / r['seconds']:>12,.0f} "
+              f"{_mb(r['rss_peak']):>11} {_mb(r['rss_peak'] - r['rss_before']):>11} {pool_peak:>16}")
+    print()
+    odd = [k for _, _, k in rows if abs(results[k]["rss_peak"] - results[k]["vm_hwm"]) > 0.1 * results[k]["vm_hwm"]]
+    if odd:
+        print(f"WARNING: ru_maxrss and VmHWM disagree for {odd}: " + ", ".join(
+            f"{_mb(results[k]['rss_peak'])} vs {_mb(results[k]['vm_hwm'])}" for k in odd))
+    print("best s = best wall time (rows/s uses it); median = median wall time of the runs; "
+          "CPU s = CPU time of the best run, all threads; "
+          "peak RSS = ru_maxrss of the worker process (agrees with its VmHWM); RSS growth = peak RSS - RSS after "
+          "imports/setup in the worker; Arrow pool peak = "
+          f"pa.default_memory_pool().max_memory() ({results['ours_slice']['pool_backend']}); the merged result "
+          f"itself is {_mb(results['ours_slice']['result_nbytes'])}.")
+
+    p = phases
+    total = p["total"]
+    known = ["log_scan", "log_records", "merge"]
+    missing = p.get("missing_hooks") or []
+    decode = p.get("log_decode", 0.0)
+    assemble = p.get("log_records", 0.0) - decode
+    base_read = p.get("base_read", 0.0)
+    other = total - base_read - sum(p.get(k, 0.0) for k in known)
+    nblocks = p.get("n_log_decode", 0)
+    fallback = p.get("n_polars_fallback", 0)
+    npolars = p.get("n_polars_decode", 0)
+    print()
+    print(f"Time split of our merged slice read (read_slice, best of {args.repeat}: {total:.3f} s; a separate run "
+          f"with timers around the steps):")
+    parts = [
+        ("base parquet read + align (everything before scan_blocks)", base_read),
+        ("log files read + block framing (scan_blocks)", p.get("log_scan", 0.0)),
+        (f"log decode Avro -> Arrow (decode_data_block x{nblocks}; polars fast path {npolars - fallback}/"
+         f"{npolars}{', FELL BACK to fastavro' if fallback else ''})", decode),
+        ("log assembly: align, concat, keys, flags (_log_records - decode)", assemble),
+        ("merge (merge_with_base)", p.get("merge", 0.0)),
+        ("other: base keys/ordering arrays, glue (remainder)", other),
+    ]
+    for label, sec in parts:
+        print(f"  {label:<92} {sec:>7.3f} s {100 * sec / total:>5.1f} %")
+    if missing:
+        print(f"  (hooks not found, phases incomplete: {', '.join(missing)})")
+
+    def ratio(ours: str, theirs: str, key: str = "seconds") -> float:
+        return results[theirs][key] / results[ours][key]  # same rows: rows/s ratio = inverse time ratio
+
+    print()
+    print("Ratios, ours rows/s / theirs rows/s (wall time: the target; CPU time: steadier on a busy machine):")
+    for label, ours, theirs, target in [
+        ("merged, slice level: ours read_slice / hudi-rs read_file_slice", "ours_slice", "hudi_slice",
+         MERGED_TARGET),
+        ("merged, table level: ours read_table / hudi-rs HudiTable.read", "ours_table", "hudi_table",
+         MERGED_TARGET),
+        ("read-optimized: ours read_table(read_optimized) / pq.read_table", "ours_ro", "pyarrow_ro",
+         READ_OPTIMIZED_TARGET),
+    ]:
+        value = ratio(ours, theirs)
+        verdict = "meets target" if value >= target else "BELOW target"
+        print(f"  {label:<68} {value:>5.2f}x  (target >= {target:.1f}x: {verdict});  by CPU time "
+              f"{ratio(ours, theirs, 'cpu_seconds'):.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="base file rows (default 1,000,000)")
+    parser.add_argument("--updates", type=int, default=200_000, help="log updates of distinct existing keys")
+    parser.add_argument("--blocks", type=int, default=4, help="Avro data blocks the updates are split into")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is reported")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="build the table in DIR (new or empty) and keep it; a DIR holding a table this script "
+                             "built with the same --rows/--updates/--blocks/--compression is reused as it is")
+    parser.add_argument("--compression", default="gzip", help="base file codec (Hudi's default: gzip)")
+    parser.add_argument("--profile", type=int, nargs="?", const=25, default=0, metavar="N",
+                        help="also cProfile one merged slice read of ours, top N lines by cumtime (default 25)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--table-path", help=argparse.SUPPRESS)
+    parser.add_argument("--base-file", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.worker:
+        print(json.dumps(run_worker(args.worker, args.table_path, args.base_file, args.repeat)), flush=True)
+        # Skip interpreter finalization: after pyarrow has read parquet through an fsspec (Python) file object,
+        # exiting normally aborts now and then ("terminate called without an active exception", SIGABRT) --
+        # a pyarrow/fsspec shutdown problem, more frequent with polars loaded, not a measurement failure.
+        sys.stderr.flush()
+        os._exit(0)
+
+    args.load_at_start = os.getloadavg()[0]
+    if not 0 <= args.updates <= args.rows or args.rows < 1 or args.blocks < 1 or args.repeat < 1:
+        parser.error("need rows >= 1, 0 <= updates <= rows, blocks >= 1, repeat >= 1")
+    reuse = False
+    if args.keep:
+        root = Path(args.keep).resolve()
+        if root.exists() and any(root.iterdir()):
+            params = kept_table_params(root)
+            wanted = (args.rows, args.updates, args.blocks, args.compression.upper())
+            if params is None:
+                parser.error(f"--keep {root}: directory exists, is not empty and holds no table of this script")
+            if params != wanted:
+                parser.error(f"--keep {root}: holds a table of (rows, updates, blocks, codec) = {params}, "
+                             f"not {wanted}; use another directory")
+            reuse = True
+        root.mkdir(parents=True, exist_ok=True)
+        cleanup = None
+    else:
+        cleanup = tempfile.mkdtemp(prefix="bench_slice_read_")
+        root = Path(cleanup) / TABLE_NAME
+        root.mkdir()
+    try:
+        import hudi
+        path = str(root)
+        t0 = time.perf_counter()
+        built = generate(args.rows, args.updates)
+        t_gen = time.perf_counter() - t0
+        if reuse:
+            print(f"reusing the table in {path} (rows generated again in memory for the checks: {t_gen:.1f} s)")
+        else:
+            print(f"building the table in {path} ...", flush=True)
+            t0 = time.perf_counter()
+            write_table(root, built, args.blocks, args.compression)
+            print(f"  generation {t_gen:.1f} s, writing {time.perf_counter() - t0:.1f} s (not measured)")
+        built["base_size"] = (root / built["base_name"]).stat().st_size
+        built["log_size"] = (root / built["log_name"]).stat().st_size
+        print("verifying: ours == hudi-rs == expected state (merged), ours == pyarrow == base (read-optimized) ...",
+              flush=True)
+        t0 = time.perf_counter()
+        try:
+            verify(path, built)
+        except Mismatch as e:
+            raise SystemExit(f"VERIFICATION FAILED, nothing timed: {e}\n(table kept at {path})") from None
+        print(f"  ok: {args.rows:,} rows, all columns equal; {args.updates:,} updated keys carry deltacommit 2's "
+              f"values in both readers ({time.perf_counter() - t0:.1f} s)")
+        del built["base"], built["updates"], built["expected"], built["updated_keys"]
+        base_file = str(root / built["base_name"])
+        results = {}
+        for kind in ["ours_slice", "hudi_slice", "ours_table", "hudi_table", "ours_ro", "ours_ro_slice",
+                     "pyarrow_ro"]:
+            print(f"measuring {kind} ...", flush=True)
+            results[kind] = measure(kind, path, base_file, args.repeat)
+            if results[kind]["rows"] != args.rows:
+                raise SystemExit(f"{kind} returned {results[kind]['rows']:,} rows, expected {args.rows:,}")
+        print("measuring ours_phases ...", flush=True)
+        phases = measure("ours_phases", path, base_file, args.repeat)
+        report(args, built, results, phases, hudi.__version__)
+        if args.profile:
+            prof = measure("ours_profile", path, base_file, args.profile)
+            print()
+            print(f"cProfile of one merged read_slice (ours), top {args.profile} by cumulative time:")
+            print(prof["text"])
+        if args.keep:
+            print(f"\ntable kept in {path}")
+    except SystemExit as e:
+        if cleanup and isinstance(e.code, str) and "table kept" in e.code:
+            cleanup = None  # keep the table of a failed verification for inspection
+        raise
+    finally:
+        if cleanup:
+            shutil.rmtree(cleanup, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -241,7 +241,11 @@ def _infer_merge_mode(props: dict[str, str], version: int, payload: str | None, 
         # 0.x: the payload class decides; absent means the 0.x default, OverwriteWithLatestAvroPayload
         mode = from_payload or (MergeMode.CUSTOM if payload else MergeMode.COMMIT_TIME_ORDERING)
     else:
-        mode = MergeMode(explicit.upper()) if explicit else (from_strategy or from_payload)
+        try:
+            mode = MergeMode(explicit.upper()) if explicit else (from_strategy or from_payload)
+        except ValueError:
+            raise UnsupportedTableError(f"{where}: hoodie.record.merge.mode={explicit} is not a merge mode "
+                                        f"({', '.join(m.value for m in MergeMode)})") from None
     if mode is None:
         mode = MergeMode.EVENT_TIME_ORDERING if ordering else MergeMode.COMMIT_TIME_ORDERING
     if mode is MergeMode.CUSTOM and payload not in (None, PARTIAL_UPDATE_PAYLOAD):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from .errors import HoodieError
+from .errors import HoodieError, UnsupportedTableError
 from .fs_view import FileSlice
 from .scanner import InstantRange
 from .slice_reader import MergeType, SliceRead, read_slice
@@ -37,8 +37,12 @@ def incremental_instants(table: HudiTable, start: str | None, end: str | None) -
     """Requested times of the completed writes in the window, in requested-time order."""
     out = []
     v8 = table.config.version >= 8
-    for e in table.timeline.completed_writes():
-        t = e.completion_time if v8 else e.requested_time
+    when = (lambda e: e.completion_time) if v8 else (lambda e: e.requested_time)  # noqa: E731
+    active = table.timeline.completed_writes()
+    # the archive is read only when the window can start before the active timeline
+    need_archive = start is None or not active or start < when(active[0])
+    for e in table.timeline.completed_writes(include_archived=need_archive):
+        t = when(e)
         if (start is None or t > start) and (end is None or t <= end):
             out.append(e.requested_time)
     return out
@@ -54,6 +58,9 @@ def plan_slices(table: HudiTable, *, as_of: str | None = None, start: str | None
         max_instant = as_of or table.timeline.latest_write_time()
         rng = None
     else:
+        if not table.config.populate_meta_fields:
+            raise UnsupportedTableError(f"{table.url}: incremental reads need the _hoodie_commit_time column, and "
+                                        "this table has hoodie.populate.meta.fields=false (Hudi refuses them too)")
         instants = incremental_instants(table, start, end)
         if not instants:
             return [], None, None

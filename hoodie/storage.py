@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 
 import fsspec
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -51,16 +52,13 @@ class Storage:
     def parquet_file(self, rel: str) -> pq.ParquetFile:
         """A parquet file opened through Arrow's own file system where it has one (local files).
 
-        Arrow then reads with its native, multi-threaded I/O; other stores go through fsspec. Native local
-        reads also avoid pyarrow threads calling back into a Python file object at interpreter exit, which
-        aborts the process now and then.
+        Arrow then reads with its native, multi-threaded I/O. Arrow threads never call back into Python file
+        objects (fsspec), which now and then aborts the process at interpreter exit (apache/arrow#33975).
         """
         if self._local:
             return pq.ParquetFile(self.full(rel), filesystem=_LOCAL)
-        return pq.ParquetFile(self.full(rel), filesystem=self._arrow_fs())
-
-    def _arrow_fs(self) -> pafs.FileSystem:
-        return pafs.PyFileSystem(pafs.FSSpecHandler(self.fs))
+        # other stores: fetch the object whole (one request) into memory Arrow reads without Python callbacks
+        return pq.ParquetFile(pa.BufferReader(self.read_bytes(rel)))
 
     @property
     def _local(self) -> bool:

@@ -199,11 +199,13 @@ def _field_names(schema_json: str) -> frozenset[str]:
 def _decode_parquet_content(block: LogBlock, columns: Sequence[str] | None) -> pa.Table:
     """``HoodieParquetDataBlock`` content: one whole parquet file, no prefix."""
     try:
-        parquet = pq.ParquetFile(pa.BufferReader(pa.py_buffer(block.content)))
+        # single-threaded: Arrow's I/O threads holding this Python-owned buffer at interpreter exit can abort
+        # the process (apache/arrow#33975); a log block is small, threads gain nothing here
+        parquet = pq.ParquetFile(pa.BufferReader(pa.py_buffer(block.content)), pre_buffer=False)
         if columns is not None:
             present = set(parquet.schema_arrow.names)
             columns = [c for c in columns if c in present]
-        return parquet.read(columns=columns)
+        return parquet.read(columns=columns, use_threads=False)
     except (pa.ArrowException, OSError, ValueError) as e:  # ValueError: e.g. a footer string not UTF-8
         raise CorruptFileError(f"{block.where()}: undecodable parquet block: {e!r}") from e
 

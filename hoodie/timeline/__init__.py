@@ -40,8 +40,9 @@ class Timeline:
         active = self.active.completed_writes()
         if not include_archived:
             return active
-        older = [e for t, e in sorted(self._archived().items()) if self._first_write is None or t < self._first_write]
-        return older + active
+        older = [e for t, e in self._archived().items()
+                 if self.active.get(t) is None and (self._first_write is None or t < self._first_write)]
+        return sorted(older + active, key=lambda e: e.instant.sort_key())
 
     def _archived(self) -> dict[str, TimelineEntry]:
         if self._archived_writes is None:
@@ -82,9 +83,9 @@ class Timeline:
         """Metadata of a completed write, wherever it lives (active first, then the archive)."""
         if self.active.get(instant_time) is not None or not self.is_archived(instant_time):
             return self.active.commit_metadata(instant_time)
-        for a in self.archived.instants:
-            if a.requested_time == instant_time and a.is_write:
-                return self.archived.commit_metadata(a)
+        archived = self.archived.write(instant_time)
+        if archived is not None:
+            return self.archived.commit_metadata(archived)
         raise KeyError(f"{self.storage.url}: instant {instant_time} is neither active nor archived")
 
     def pending_compaction_times(self) -> set[str]:

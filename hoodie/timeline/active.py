@@ -69,7 +69,9 @@ class ActiveTimeline:
         self.storage = storage
         self.config = config
         self.entries = sorted(entries, key=lambda e: e.instant.sort_key())
-        self._by_time = {e.requested_time: e for e in self.entries}
+        # a savepoint shares its instant time with the write it pins: the write is what readers look up
+        self._by_time = {e.requested_time: e for e in sorted(self.entries, key=lambda e: e.is_write)}
+        self._savepoints = {e.requested_time for e in self.entries if e.action is Action.SAVEPOINT}
 
     @classmethod
     def load(cls, storage: Storage, config: TableConfig) -> "ActiveTimeline":
@@ -109,7 +111,12 @@ class ActiveTimeline:
         return [e for e in self.entries if not e.is_completed and e.is_write]
 
     def first_write_time(self) -> str | None:
-        writes = [e for e in self.entries if e.is_write]
+        """Requested time of the first write not pinned by a savepoint: older instants count as archived.
+
+        The archiver keeps savepointed commits on the active timeline while archiving what lies around them,
+        so they do not mark where the active timeline starts (Hudi's ``getFirstNonSavepointCommit``).
+        """
+        writes = [e for e in self.entries if e.is_write and e.requested_time not in self._savepoints]
         return writes[0].requested_time if writes else None
 
     def is_completed_or_archived(self, instant_time: str) -> bool:

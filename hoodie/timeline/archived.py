@@ -56,6 +56,7 @@ class ArchivedTimeline:
         self.storage = storage
         self.config = config
         self._instants: list[ArchivedInstant] | None = None
+        self._writes: dict[str, ArchivedInstant] | None = None
 
     @property
     def instants(self) -> list[ArchivedInstant]:
@@ -65,6 +66,12 @@ class ArchivedTimeline:
             loaded = self._load_lsm() if self.config.timeline_layout >= 2 else self._load_v6()
             self._instants = sorted(loaded, key=lambda i: (i.requested_time, i.action.value))
         return self._instants
+
+    def write(self, requested_time: str) -> ArchivedInstant | None:
+        """The archived write instant of that requested time (indexed once: readers ask for many)."""
+        if self._writes is None:
+            self._writes = {i.requested_time: i for i in self.instants if i.is_write}
+        return self._writes.get(requested_time)
 
     def commit_metadata(self, instant: ArchivedInstant) -> CommitMetadata:
         where = f"{self.storage.url}/{self.config.archive_dir} instant {instant.requested_time}"

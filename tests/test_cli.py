@@ -1,0 +1,341 @@
+"""The ``hudi-streaming`` command line, run in-process on the real fixture tables and log files.
+
+Expectations come from the fixtures themselves (timeline file names, data file names, the generating SQL,
+Spark's gold output), not from the format layer the tool prints, so a wrong listing fails here.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import LOG_FILES
+from streaming.cli import format_table, main
+
+V6, V9 = "mor_avro__v6_trips_8i3d", "mor_avro__v9_txns_simple_meta"
+_TIMELINE_FILE = re.compile(r"^(\d{17})(?:_(\d{17}))?\.([a-z]+)(\.requested|\.inflight)?$")
+_BASE_FILE = re.compile(r"^(.+?)_\d+-\d+-\d+_\d{17}\.parquet$")
+_LOG_FILE = re.compile(r"^\.(.+)_\d{17}\.log\.\d+_")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def timeline_files(table) -> dict[str, dict]:
+    """requested time -> {completion, completed file} read straight from the timeline folder's file names."""
+    folder = table / ".hoodie" / "timeline"
+    if not folder.is_dir():
+        folder = table / ".hoodie"
+    out: dict[str, dict] = {}
+    for p in folder.iterdir():
+        m = _TIMELINE_FILE.match(p.name)
+        if m:
+            entry = out.setdefault(m.group(1), {"completion": None, "completed_file": None})
+            if m.group(4) is None:  # no state suffix: the completed file
+                entry["completion"], entry["completed_file"] = m.group(2), p
+    return out
+
+
+def file_group_ids(table) -> set[str]:
+    ids = set()
+    for p in table.rglob("*"):
+        if ".hoodie" in p.relative_to(table).parts or not p.is_file():
+            continue
+        m = _BASE_FILE.match(p.name) or _LOG_FILE.match(p.name)
+        if m:
+            ids.add(m.group(1))
+    return ids
+
+
+def line_starting(out: str, prefix: str) -> str:
+    lines = [ln for ln in out.splitlines() if ln.startswith(prefix)]
+    assert len(lines) == 1, f"expected one line starting with {prefix!r}, got {lines}\n{out}"
+    return lines[0]
+
+
+def cells(line: str) -> list[str]:
+    """The cells of an aligned table row (cells are separated by at least two spaces)."""
+    return re.split(r"\s{2,}", line.strip())
+
+
+def assert_one_line_error(code: int, out: str, err: str, expected: str) -> None:
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert expected in err
+    assert "Traceback" not in err
+
+
+# --- inspect TABLE_URL ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", [V6, V9])
+def test_inspect_lists_every_instant_with_its_times(name, unzip_fixture, capsys):
+    table = unzip_fixture(name).table
+    code, out, err = run(capsys, "inspect", str(table))
+    assert code == 0 and err == ""
+    instants = timeline_files(table)
+    assert len(instants) >= 2
+    for requested, info in instants.items():
+        row = cells(line_starting(out, requested))
+        if info["completion"]:  # layout 2: the completion time is in the file name
+            assert row[1] == info["completion"]
+        elif info["completed_file"]:  # layout 1: the file's modification time stands in, starred
+            mtime = os.stat(info["completed_file"]).st_mtime
+            expected = time.strftime("%Y%m%d%H%M%S", time.gmtime(mtime)) + f"{int((mtime % 1) * 1000):03d}"
+            assert row[1] == expected + "*"
+        else:
+            assert row[1] == "-"
+        assert row[3] in ({"COMPLETED"} if info["completed_file"] else {"REQUESTED", "INFLIGHT"})
+
+
+def test_inspect_header_names_the_table_layout_and_fields(unzip_fixture, capsys):
+    code, out, _ = run(capsys, "inspect", str(unzip_fixture(V9).table))
+    assert code == 0
+    assert cells(line_starting(out, "table "))[1].startswith("v9_txns_mor_simple_meta")
+    assert cells(line_starting(out, "type "))[1] == "MERGE_ON_READ"
+    assert cells(line_starting(out, "version "))[1] == "9"
+    assert cells(line_starting(out, "timeline layout "))[1].startswith("2")
+    assert cells(line_starting(out, "record key "))[1] == "txn_id"
+    assert cells(line_starting(out, "partition fields "))[1] == "region"
+    assert cells(line_starting(out, "ordering fields "))[1] == "txn_ts"
+    assert cells(line_starting(out, "merge mode "))[1] == "EVENT_TIME_ORDERING"
+
+
+def test_inspect_labels_compaction_and_clustering(unzip_fixture, capsys):
+    table = unzip_fixture(V9).table
+    code, out, _ = run(capsys, "inspect", str(table))
+    assert code == 0
+    # the plans in the timeline folder say which instants were planned as what
+    timeline = table / ".hoodie" / "timeline"
+    compaction = [p.name[:17] for p in timeline.glob("*.compaction.requested")]
+    clustering = [p.name[:17] for p in timeline.glob("*.clustering.requested")]
+    assert compaction and clustering
+    for t in compaction:
+        assert cells(line_starting(out, t))[2] == "compaction"
+    for t in clustering:
+        assert cells(line_starting(out, t))[2] == "clustering"
+    # the insert overwrite is a replacecommit without a clustering plan: not labelled clustering
+    overwrite = [p.name[:17] for p in timeline.glob("*.replacecommit.requested")]
+    assert overwrite
+    for t in overwrite:
+        assert cells(line_starting(out, t))[2] == "replacecommit"
+
+
+@pytest.mark.parametrize("name", [V6, V9])
+def test_inspect_lists_every_file_group(name, unzip_fixture, capsys):
+    table = unzip_fixture(name).table
+    code, out, _ = run(capsys, "inspect", str(table))
+    assert code == 0
+    ids = file_group_ids(table)
+    assert ids
+    listed = {cells(ln)[1] for ln in out.split("\nFile groups:", 1)[1].splitlines()[3:]}
+    assert listed == ids
+    assert f"{len(ids)} group" in out
+
+
+def test_inspect_slices_count_log_files(unzip_fixture, capsys):
+    table = unzip_fixture(V6).table
+    code, out, _ = run(capsys, "inspect", str(table))
+    assert code == 0
+    for log in table.rglob(".*.log.*"):
+        file_id = _LOG_FILE.match(log.name).group(1)
+        row = cells(next(ln for ln in out.splitlines() if f"  {file_id}  " in ln))
+        assert row[3].startswith(file_id) and row[4] == "1"  # base file, one log file
+
+
+def test_inspect_instants_only_and_limit(unzip_fixture, capsys):
+    table = unzip_fixture(V9).table
+    instants = sorted(timeline_files(table))
+    code, out, _ = run(capsys, "inspect", str(table), "--instants-only", "--limit", "3")
+    assert code == 0
+    assert "File groups" not in out
+    assert all(i not in out for i in file_group_ids(table))
+    assert f"({len(instants) - 3} earlier instants not shown" in out
+    assert all(cells(line_starting(out, t))[0] == t for t in instants[-3:])
+    assert not any(ln.startswith(instants[0]) for ln in out.splitlines())
+
+
+# --- inspect log FILE -------------------------------------------------------------------------------------
+
+def _log_fixture(kind: str):
+    return next(p for p in LOG_FILES if p.parent.name == kind)
+
+
+def block_rows(out: str) -> list[list[str]]:
+    """The rows of the block table: #, offset, size, type, instant, target instant, records, schema."""
+    section = out.split("\n#  ", 1)[1].splitlines()[2:]
+    return [cells(ln) for ln in section if re.match(r"^\d+\s", ln)]
+
+
+@pytest.mark.parametrize("kind,block_type,instant,target,records", [
+    ("valid_log_avro_data", "AVRO_DATA", "20250316025828811", "-", "1"),
+    ("valid_log_parquet_data", "PARQUET_DATA", "20250113230424191", "-", "1"),
+    # datagen.sql: the delete of rider-A, rider-C and rider-D at 20250618054714114
+    ("valid_log_delete", "DELETE", "20250618054714114", "-", "3"),
+    # datagen.sql: one rollback block at 20250126040936578 rolling back 20250126040826878
+    ("valid_log_rollback", "COMMAND (rollback)", "20250126040936578", "20250126040826878", "-"),
+])
+def test_inspect_log_shows_blocks(kind, block_type, instant, target, records, capsys):
+    path = _log_fixture(kind)
+    code, out, err = run(capsys, "inspect", "log", str(path))
+    assert code == 0 and err == ""
+    rows = block_rows(out)
+    assert len(rows) == 1
+    index, offset, size, btype, binstant, btarget, brecords = rows[0][:7]
+    assert (index, offset, int(size)) == ("0", "0", path.stat().st_size)
+    assert (btype, binstant, btarget, brecords) == (block_type, instant, target, records)
+    assert "CORRUPT" not in out
+
+
+@pytest.mark.parametrize("name", ["mor_avro__table_log_only", "mor_avro__v9_mor_nonpart_3commits"])
+def test_inspect_log_record_counts_match_the_commit_metadata(name, unzip_fixture, capsys):
+    """Hudi's write stats count what each log file received: numWrites data records, numDeletes keys."""
+    from hoodie.table import HudiTable
+
+    table = unzip_fixture(name).table
+    timeline = HudiTable(str(table)).timeline
+    stats = [s for e in timeline.completed_writes() for s in timeline.commit_metadata(e.requested_time).write_stats()
+             if s.path and ".log." in s.path]
+    assert any(s.num_writes > 1 for s in stats) and any(s.num_deletes for s in stats)
+    for s in stats:
+        code, out, _ = run(capsys, "inspect", "log", str(table / s.path))
+        assert code == 0
+        got = [(r[3], int(r[6])) for r in block_rows(out)]
+        assert got == ([("DELETE", s.num_deletes)] if s.num_deletes else [("AVRO_DATA", s.num_writes)]), s.path
+
+
+def test_inspect_log_schema_names_the_data_fields(capsys):
+    code, out, _ = run(capsys, "inspect", "log", str(_log_fixture("valid_log_avro_data")))
+    assert code == 0
+    assert block_rows(out)[0][7].startswith("11 fields: ts, uuid, rider, driver")
+
+
+def test_inspect_log_records_of_a_delete_block(capsys):
+    code, out, _ = run(capsys, "inspect", "log", str(_log_fixture("valid_log_delete")), "--records", "3")
+    assert code == 0
+    assert "first 3 of 3 records" in out
+    # the uuids of rider-A, rider-C and rider-D in datagen.sql
+    for key in ("334e26e9-8355-45cc-97c6-c31daf0df330", "e96c4396-3fad-413a-a942-4cb36106d721",
+                "9909a8b1-2d15-4d3d-8ec9-efc48c536a00"):
+        assert cells(line_starting(out, key))[1] == "city=san_francisco"
+
+
+def test_inspect_log_records_of_a_data_block(capsys):
+    code, out, _ = run(capsys, "inspect", "log", str(_log_fixture("valid_log_avro_data")), "--records", "5")
+    assert code == 0
+    assert "first 1 of 1 record" in out
+    header = cells(line_starting(out, "_hoodie_commit_time"))
+    row = cells(line_starting(out, "20250316025828811  "))
+    assert dict(zip(header, row))["rider"] == "rider-A"
+
+
+def test_inspect_log_marks_the_corrupt_tail_block(unzip_fixture, capsys):
+    table = unzip_fixture("mor_avro__table_corrupt_tail_block").table
+    logs = sorted(table.rglob(".*.log.*"), key=lambda p: p.name.split("_")[1])
+    assert len(logs) >= 2
+    code, out, _ = run(capsys, "inspect", "log", str(logs[-1]))  # the last write left the torn tail
+    assert code == 0
+    rows = block_rows(out)
+    assert [r[3] for r in rows] == ["AVRO_DATA", "CORRUPT !!"]
+    assert int(rows[1][1]) + int(rows[1][2]) == logs[-1].stat().st_size  # the tail, up to the end of file
+    assert re.search(r"^block 1: CORRUPT", out, re.M)
+    code, out, _ = run(capsys, "inspect", "log", str(logs[0]))
+    assert code == 0 and "CORRUPT" not in out
+
+
+# --- read -------------------------------------------------------------------------------------------------
+
+def test_read_prints_count_and_first_rows(unzip_fixture, capsys):
+    fx = unzip_fixture(V9)
+    gold = pq.read_table(sorted((fx.root / "gold_data").glob("*.parquet"))).num_rows
+    code, out, _ = run(capsys, "read", str(fx.table), "--columns", "txn_id,region", "--limit", "2")
+    assert code == 0
+    assert out.splitlines()[0] == f"{gold} rows (snapshot)"
+    assert cells(out.splitlines()[1]) == ["txn_id", "region"]
+    assert len([ln for ln in out.splitlines() if ln.startswith("TXN-")]) == 2
+    assert f"({gold - 2} more rows not shown" in out
+
+
+def test_read_incremental_window(unzip_fixture, capsys):
+    table = unzip_fixture(V9).table
+    first = min(timeline_files(table).items())[1]["completion"]
+    code, out, _ = run(capsys, "read", str(table), "--end", first, "--columns", "txn_id")
+    assert code == 0
+    assert out.splitlines()[0] == f"8 rows (incremental (beginning, {first}])"  # the SQL's initial 8 inserts
+
+
+# --- errors -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [["inspect"], ["inspect", "log"], ["read"]])
+def test_nonexistent_path_is_one_line_error(argv, tmp_path, capsys):
+    missing = str(tmp_path / "no-such-table")
+    code, out, err = run(capsys, *argv, missing)
+    assert_one_line_error(code, out, err, f"{missing}: no such file or directory")
+
+
+@pytest.mark.parametrize("argv", [["inspect"], ["read"]])
+def test_directory_that_is_not_a_table_is_one_line_error(argv, tmp_path, capsys):
+    (tmp_path / "data.csv").write_text("a,b\n")
+    code, out, err = run(capsys, *argv, str(tmp_path))
+    assert_one_line_error(code, out, err, "not a Hudi table")
+
+
+def test_usage_mistakes_are_one_line_errors(capsys):
+    assert_one_line_error(*run(capsys, "inspect", "a", "b", "c"), "inspect takes TABLE_URL")
+    assert_one_line_error(*run(capsys, "frobnicate"), "invalid choice")
+    assert_one_line_error(*run(capsys, "read", "x", "--limit", "many"), "non-negative integer")
+
+
+def test_verbose_adds_the_traceback(tmp_path, capsys):
+    code, _, err = run(capsys, "--verbose", "inspect", str(tmp_path))
+    assert code == 2
+    assert "Traceback" in err and err.rstrip().splitlines()[-1].startswith("error: ")
+
+
+# --- demo -------------------------------------------------------------------------------------------------
+
+def test_demo_reads_each_instant_then_a_snapshot(unzip_fixture, capsys):
+    fx = unzip_fixture(V9)  # the demo's default table
+    started = time.monotonic()
+    code, out, err = run(capsys, "demo")
+    assert code == 0
+    assert time.monotonic() - started < 30
+    assert "... incremental read" in err  # progress goes to stderr
+    incremental = out.split("Incremental reads, one per completed write instant:\n", 1)[1]
+    completed_writes = {t: i for t, i in timeline_files(fx.table).items()
+                        if i["completed_file"] and not i["completed_file"].name.endswith(".indexing")}
+    assert len(completed_writes) == 13
+    rows = [cells(line_starting(incremental, t)) for t in sorted(completed_writes)]
+    assert [r[1] for r in rows] == [completed_writes[t]["completion"] for t in sorted(completed_writes)]
+    # the generating SQL, statement by statement: insert 8, update 1, delete, update 1, delete, update 1,
+    # insert 2, insert overwrite 2, insert 2, insert 2, compaction and clustering (rows keep their commit
+    # times, so none belong to them), insert 2
+    assert [(r[2], int(r[3])) for r in rows] == [
+        ("deltacommit", 8), ("deltacommit", 1), ("deltacommit", 0), ("deltacommit", 1), ("deltacommit", 0),
+        ("deltacommit", 1), ("deltacommit", 2), ("replacecommit", 2), ("deltacommit", 2), ("deltacommit", 2),
+        ("compaction", 0), ("clustering", 0), ("deltacommit", 2)]
+    gold = pq.read_table(sorted((fx.root / "gold_data").glob("*.parquet"))).num_rows
+    assert f"\nSnapshot: {gold} rows\n" in out
+    assert "arrives with the streaming source" in out
+
+
+def test_demo_unknown_table_is_one_line_error(capsys):
+    assert_one_line_error(*run(capsys, "demo", "--table", "no_such_fixture"), "fixture table not found")
+
+
+# --- formatting -------------------------------------------------------------------------------------------
+
+def test_format_table_aligns_numbers_right_and_cuts_long_cells():
+    text = format_table([("a", 5, None), ("bbbb", 100, "x" * 20)], ["name", "n", "note"], max_width=8)
+    assert text.splitlines() == [
+        "name    n  note",
+        "----  ---  --------",
+        "a       5  -",
+        "bbbb  100  xxxxxxx…",
+    ]

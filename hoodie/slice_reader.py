@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .config import MergeMode, TableConfig, OVERWRITE_WITH_LATEST
+from .config import OVERWRITE_WITH_LATEST, TableConfig
 from .fs_view import FileSlice
 from .logfile.blocks import decode_data_block, decode_delete_block
 from .logfile.format import BlockType, HeaderKey, LogBlock

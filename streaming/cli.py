@@ -17,12 +17,8 @@ import logging
 import numbers
 import os
 import sys
-import tempfile
-import time
 import traceback
-import zipfile
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 import fsspec
 import pyarrow as pa
@@ -36,7 +32,6 @@ from hoodie.table import HudiTable
 from hoodie.timeline import Action
 
 USER_ERROR, INTERNAL_ERROR = 2, 1
-DEMO_TABLE = "mor_avro__v9_txns_simple_meta"
 #: Widest cell of record listings; longer values end in "…" so a row stays on one screen line.
 CELL_WIDTH = 40
 
@@ -294,77 +289,20 @@ def read(url: str, *, columns: list[str] | None, as_of: str | None, start: str |
 
 # --- demo ---------------------------------------------------------------------------------------------------
 
-def fixture_tables_dir() -> Path:
-    """Where the fixture zips are: ``$HUDI_STREAMING_SHARED/fixtures/tables``, else ``../shared`` beside the
-    repository, the same rule as the tests' conftest."""
-    shared = os.environ.get("HUDI_STREAMING_SHARED")
-    root = Path(shared) if shared else Path(__file__).resolve().parents[1].parent / "shared"
-    return root / "fixtures" / "tables"
+def demo(commits: int, keys: int) -> None:
+    """A live table written by the load generator, streamed by local Spark, checked against the table."""
+    from .demo import run_demo
 
+    if not run_demo(commits=commits, keys=keys):
+        raise UserError("demo: the streamed state differs from the table (see above)")
 
-def demo(table_name: str = DEMO_TABLE) -> None:
-    """Unzip a fixture table, inspect it, read each write instant incrementally, then a snapshot.
-
-    This is what the streaming source will do per micro-batch (one incremental read per new instant), shown
-    with the batch API until the source exists.
-    """
-    zip_path = fixture_tables_dir() / f"{table_name.removesuffix('.zip')}.zip"
-    if not zip_path.is_file():
-        raise UserError(f"{zip_path}: fixture table not found (set HUDI_STREAMING_SHARED to the folder "
-                        "holding fixtures/tables, or pick another --table)")
-    with tempfile.TemporaryDirectory(prefix="hudi-streaming-demo-") as tmp:
-        started = time.monotonic()
-        _progress(f"unzipping {zip_path.name} into {tmp}")
-        with zipfile.ZipFile(zip_path) as z:
-            z.extractall(tmp)
-        roots = [p.parent.parent for p in Path(tmp).glob("*/.hoodie/hoodie.properties") if "__MACOSX" not in str(p)]
-        if len(roots) != 1:
-            raise UserError(f"{zip_path}: expected one table in the zip, found {len(roots)}")
-        url = str(roots[0])
-
-        _progress("inspecting the table")
-        inspect_table(url)
-
-        table = HudiTable(url)
-        if table.config.populate_meta_fields:
-            _incremental_per_instant(table)
-        else:
-            print("\nIncremental reads skipped: they select rows by _hoodie_commit_time, and this table does not "
-                  "populate meta fields (hoodie.populate.meta.fields=false)")
-
-        _progress("snapshot read")
-        print(f"\nSnapshot: {_plural(read_table(url).num_rows, 'row')}")
-        print("The streaming query (spark.readStream over this table) arrives with the streaming source; "
-              "until then the demo shows the batch reads it is built on.")
-        _progress(f"done in {time.monotonic() - started:.1f} s")
-
-
-def _incremental_per_instant(table: HudiTable) -> None:
-    """One incremental read per completed write, each covering exactly that instant.
-
-    Bounds are completion times on v8/v9 and requested times on v6 (start exclusive, end inclusive), so the
-    window from the previous such time up to an instant's own holds that instant alone.
-    """
-    v8 = table.config.version >= 8
-    writes = sorted(table.timeline.completed_writes(), key=lambda e: e.completion_time if v8 else e.requested_time)
-    _progress(f"incremental read of each of the {_plural(len(writes), 'completed write instant')}")
-    rows, previous = [], None
-    for e in writes:
-        bound = e.completion_time if v8 else e.requested_time
-        rows.append((e.requested_time, _completion(e), _action_label(table, e),
-                     read_table(table.url, start=previous, end=bound).num_rows))
-        previous = bound
-    print("\nIncremental reads, one per completed write instant:")
-    print(format_table(rows, ["instant", "completed", "action", "rows"]))
-
-
-# --- command line -------------------------------------------------------------------------------------------
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage mistakes like every other error: one line, exit code 2."""
 
     def error(self, message: str):
         raise UserError(f"{message} (see '{self.prog} --help')")
+
 
 
 def _count(text: str) -> int:
@@ -405,9 +343,10 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("--end", metavar="T", help="incremental: up to T (inclusive)")
     rd.add_argument("--limit", type=_count, default=20, metavar="N", help="rows to print (default 20)")
 
-    dm = sub.add_parser("demo", parents=[common], help="run end to end on a fixture table")
-    dm.add_argument("--table", default=DEMO_TABLE, metavar="NAME",
-                    help=f"fixture zip name in fixtures/tables (default {DEMO_TABLE})")
+    dm = sub.add_parser("demo", parents=[common],
+                        help="stream a live table with local Spark while a load generator writes it")
+    dm.add_argument("--commits", type=_count, default=12, metavar="N", help="commits to write (default 12)")
+    dm.add_argument("--keys", type=_count, default=400, metavar="N", help="distinct record keys (default 400)")
     return p
 
 
@@ -428,7 +367,7 @@ def _run(args: argparse.Namespace) -> None:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
         read(args.table_url, columns=columns, as_of=args.as_of, start=args.start, end=args.end, limit=args.limit)
     elif args.command == "demo":
-        demo(args.table)
+        demo(args.commits, args.keys)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

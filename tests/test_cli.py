@@ -300,33 +300,10 @@ def test_verbose_adds_the_traceback(tmp_path, capsys):
 
 # --- demo -------------------------------------------------------------------------------------------------
 
-def test_demo_reads_each_instant_then_a_snapshot(unzip_fixture, capsys):
-    fx = unzip_fixture(V9)  # the demo's default table
-    started = time.monotonic()
-    code, out, err = run(capsys, "demo")
-    assert code == 0
-    assert time.monotonic() - started < 30
-    assert "... incremental read" in err  # progress goes to stderr
-    incremental = out.split("Incremental reads, one per completed write instant:\n", 1)[1]
-    completed_writes = {t: i for t, i in timeline_files(fx.table).items()
-                        if i["completed_file"] and not i["completed_file"].name.endswith(".indexing")}
-    assert len(completed_writes) == 13
-    rows = [cells(line_starting(incremental, t)) for t in sorted(completed_writes)]
-    assert [r[1] for r in rows] == [completed_writes[t]["completion"] for t in sorted(completed_writes)]
-    # the generating SQL, statement by statement: insert 8, update 1, delete, update 1, delete, update 1,
-    # insert 2, insert overwrite 2, insert 2, insert 2, compaction and clustering (rows keep their commit
-    # times, so none belong to them), insert 2
-    assert [(r[2], int(r[3])) for r in rows] == [
-        ("deltacommit", 8), ("deltacommit", 1), ("deltacommit", 0), ("deltacommit", 1), ("deltacommit", 0),
-        ("deltacommit", 1), ("deltacommit", 2), ("replacecommit", 2), ("deltacommit", 2), ("deltacommit", 2),
-        ("compaction", 0), ("clustering", 0), ("deltacommit", 2)]
-    gold = pq.read_table(sorted((fx.root / "gold_data").glob("*.parquet"))).num_rows
-    assert f"\nSnapshot: {gold} rows\n" in out
-    assert "arrives with the streaming source" in out
-
-
-def test_demo_unknown_table_is_one_line_error(capsys):
-    assert_one_line_error(*run(capsys, "demo", "--table", "no_such_fixture"), "fixture table not found")
+def test_demo_streams_a_live_table_and_checks_it(spark, capsys):
+    code, out, err = run(capsys, "demo", "--commits", "4", "--keys", "80")
+    assert code == 0, err
+    assert "batch   0:" in out and "OK: the streamed state equals the table" in out
 
 
 # --- formatting -------------------------------------------------------------------------------------------

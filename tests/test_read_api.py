@@ -61,3 +61,17 @@ def test_as_of_each_instant_only_sees_instants_up_to_it(unzip_fixture):
         t = hoodie.read_table(url, as_of=entry.requested_time)
         times = t.column("_hoodie_commit_time").to_pylist()
         assert all(x <= entry.requested_time for x in times), entry
+
+
+def test_incremental_read_of_each_instant_matches_the_generating_sql(unzip_fixture):
+    """One window per completed write of the v9 table: (previous completion, own completion]."""
+    url = str(unzip_fixture(V9).table)
+    writes = sorted(hoodie.HudiTable(url).timeline.completed_writes(), key=lambda e: e.completion_time)
+    counts, previous = [], None
+    for e in writes:
+        counts.append(hoodie.read_table(url, start=previous, end=e.completion_time).num_rows)
+        previous = e.completion_time
+    # the generating SQL, statement by statement: insert 8, update 1, delete, update 1, delete, update 1,
+    # insert 2, insert overwrite 2, insert 2, insert 2, compaction and clustering (rows keep their commit
+    # times, so none belong to them), insert 2
+    assert counts == [8, 1, 0, 1, 0, 1, 2, 2, 2, 2, 0, 0, 2]

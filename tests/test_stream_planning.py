@@ -5,7 +5,6 @@ import shutil
 import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 import hoodie

@@ -16,7 +16,6 @@ import struct
 from dataclasses import dataclass
 
 import fastavro
-import pyarrow.parquet as pq
 
 from ..config import TableConfig
 from ..errors import CorruptFileError

@@ -347,7 +347,7 @@ def _polars_schema(decode_json: dict) -> dict:
     return copy(decode_json)
 
 
-def _zigzag(value: int) -> bytes:
+def avro_long(value: int) -> bytes:
     """Avro's variable-length zig-zag encoding of a long."""
     value = (value << 1) ^ (value >> 63)
     out = bytearray()
@@ -358,8 +358,8 @@ def _zigzag(value: int) -> bytes:
     return bytes(out)
 
 
-def _avro_bytes(value: bytes) -> bytes:
-    return _zigzag(len(value)) + value
+def avro_bytes(value: bytes) -> bytes:
+    return avro_long(len(value)) + value
 
 
 @dataclass(frozen=True)
@@ -407,9 +407,9 @@ def _plan(schema_json: str, columns: tuple[str, ...] | None) -> _Plan:
             {"name": prefix_field, "type": {"type": "fixed", "name": "RecordLength", "size": 4}},
             *decode_json["fields"]]))
         meta = {"avro.schema": json.dumps(ocf_schema).encode(), "avro.codec": b"null"}
-        ocf_header = (b"Obj\x01" + _zigzag(len(meta))
-                      + b"".join(_avro_bytes(k.encode()) + _avro_bytes(v) for k, v in meta.items())
-                      + _zigzag(0) + _OCF_SYNC)
+        ocf_header = (b"Obj\x01" + avro_long(len(meta))
+                      + b"".join(avro_bytes(k.encode()) + avro_bytes(v) for k, v in meta.items())
+                      + avro_long(0) + _OCF_SYNC)
 
     def projected(struct_type: pa.StructType, form=lambda t: t) -> pa.Schema:
         return pa.schema([field.with_type(form(field.type)) for field in map(struct_type.field, columns)])
@@ -543,7 +543,7 @@ def _decode_polars(plan: _Plan, view: memoryview, lengths: list[int]) -> pa.Tabl
 
 def _decode_polars_run(plan: _Plan, view: memoryview, lengths: list[int]) -> pa.Table | None:
     """Decode one run of whole records (``view``, of the ``lengths``) as a one-block OCF."""
-    ocf = _Concatenation(plan.ocf_header + _zigzag(len(lengths)) + _zigzag(len(view)), view, _OCF_SYNC)
+    ocf = _Concatenation(plan.ocf_header + avro_long(len(lengths)) + avro_long(len(view)), view, _OCF_SYNC)
     try:
         frame = polars.read_avro(io.BufferedReader(ocf), columns=[plan.prefix_field, *plan.columns])
         table = frame.to_arrow(compat_level=polars.CompatLevel.newest())  # string views: the cheapest export

@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 import fastavro
+from ..logfile.avro_arrow import avro_bytes, avro_long
 
 _STR = {"type": "string", "avro.java.string": "String"}
 _OPT_STR = ["null", _STR]
@@ -191,12 +192,12 @@ def encode_avro(schema: dict, record: dict) -> bytes:
     meta = {"avro.schema": text.encode(), "avro.codec": b"null"}
     out = io.BytesIO()
     out.write(b"Obj\x01")
-    out.write(_long(len(meta)))
+    out.write(avro_long(len(meta)))
     for k, v in meta.items():
-        out.write(_bytes(k.encode()) + _bytes(v))
-    out.write(_long(0))
+        out.write(avro_bytes(k.encode()) + avro_bytes(v))
+    out.write(avro_long(0))
     out.write(sync)
-    out.write(_long(1) + _long(len(payload)) + payload + sync)
+    out.write(avro_long(1) + avro_long(len(payload)) + payload + sync)
     return out.getvalue()
 
 
@@ -205,17 +206,3 @@ def encode_record(schema: dict, record: dict) -> bytes:
     body = io.BytesIO()
     fastavro.schemaless_writer(body, _parsed(schema_json(schema)), record)
     return body.getvalue()
-
-
-def _long(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _bytes(b: bytes) -> bytes:
-    return _long(len(b)) + b

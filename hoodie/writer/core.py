@@ -27,7 +27,7 @@ from ..logfile.format import (COMMIT_TIME_DELETE, CONTENT_VERSION, BlockType, He
                               make_log_file_name)
 from ..logfile.writer import encode_block, encode_delete_block
 from ..merge import LogRecords, merge_with_base
-from ..slice_reader import SliceRead, merge_rules
+from ..slice_reader import SliceRead, align, merge_rules
 from ..storage import Storage
 from ..table import IS_DELETED, HudiTable
 from . import schema as sch
@@ -582,7 +582,7 @@ class HudiWriter:
         old = g.slice.base_file
         with self.storage.open(old.path) as f:
             base = pq.read_table(f)
-        base = _align(base, self.arrow_schema)
+        base = align(base, self.arrow_schema)
         name = self.base_file_name(g.file_id, g.task, instant)
         merged = self.merge_into(table, base, g.records, g.deletes, instant, g.task, name)
         merged = merged.set_column(merged.schema.get_field_index("_hoodie_file_name"), "_hoodie_file_name",
@@ -614,7 +614,7 @@ class HudiWriter:
             for name in deletes.column_names:
                 if name in self.data_schema.names:
                     cols[name] = deletes.column(name)
-            parts.append(_align(pa.table(cols), self.arrow_schema))
+            parts.append(align(pa.table(cols), self.arrow_schema))
             ordered = [v is not COMMIT_TIME_DELETE for v in self.delete_ordering_values(deletes)]
             flags.append((np.ones(n, bool), ~np.array(ordered, bool), np.ones(n, bool)))
         if not parts:
@@ -649,17 +649,6 @@ def _cast(col, target: pa.DataType, name: str):
         return col.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise ValueError(f"column {name}: cannot convert {col.type} to the table's {target}: {e}") from None
-
-
-def _align(t: pa.Table, schema: pa.Schema) -> pa.Table:
-    cols = []
-    for f in schema:
-        if f.name in t.column_names:
-            c = t.column(f.name)
-            cols.append(c if c.type == f.type else c.cast(f.type))
-        else:
-            cols.append(pa.nulls(t.num_rows, f.type))
-    return pa.Table.from_arrays(cols, schema=schema)
 
 
 def _ordering_kind(t: pa.DataType) -> str | None:

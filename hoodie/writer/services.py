@@ -42,7 +42,8 @@ from ..timeline.active import ActiveTimeline
 from ..timeline.instant import Action, State, parse_instant_file
 from ..timeline.metadata import decode_metadata_bytes
 from . import avro_meta
-from .core import MARKER_DIR, _align
+from ..slice_reader import align
+from .core import MARKER_DIR
 from .index import INDEX_DIR
 from .timeline_io import (commit_metadata, encode_commit_metadata, v6_commit_metadata_to_avro, write_stat)
 
@@ -306,7 +307,7 @@ def run_compaction(w: "HudiWriter", ts: str, plan: dict) -> str:
         if s is None:
             continue
         t0 = time.monotonic()
-        rows = _align(read_slice(req, s), w.arrow_schema)
+        rows = align(read_slice(req, s), w.arrow_schema)
         name = w.base_file_name(fid, task, ts)
         rows = rows.set_column(rows.schema.get_field_index("_hoodie_file_name"), "_hoodie_file_name",
                                pa.repeat(pa.scalar(name, pa.string()), rows.num_rows))

@@ -14,6 +14,7 @@ import logging
 import posixpath
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from hoodie.errors import HoodieError
@@ -22,6 +23,7 @@ from hoodie.storage import FileInfo
 from hoodie.table import HudiTable
 from hoodie.timeline import Action, TimelineEntry
 
+from .schema_check import check_instant_schema
 from .split import LogRef, Split
 
 log = logging.getLogger("hudi_streaming.monitor")
@@ -60,6 +62,9 @@ class MonitorOptions:
     partition_filter: dict[str, list[str]] | None = None
     #: plan the rows of file groups an insert overwrite replaced, so they can be delivered as deletes
     emit_deletes: bool = False
+    #: the stream's schema (fixed when the query started) and whether compatible changes are delivered
+    reference_schema: pa.Schema | None = None
+    allow_schema_changes: bool = False
 
 
 class StreamMonitor:
@@ -71,6 +76,7 @@ class StreamMonitor:
         self.v8 = table.config.version >= 8
         #: partition → file name → info; a partition is listed once, then kept current from commit metadata
         self._files: dict[str, dict[str, FileInfo]] = {}
+        self._schema_logged: set[str] = set()
 
     # -- instants ----------------------------------------------------------------------------------------------
     def _frontier(self, e: TimelineEntry) -> tuple:
@@ -145,6 +151,7 @@ class StreamMonitor:
         touched: dict[tuple[str, str], list] = {}
         for e in emitting:
             md = tl.commit_metadata(e.requested_time)
+            self._check_schema(e, md.schema_json)
             for part, stats in md.partition_to_write_stats.items():
                 if not self._keep(part):
                     continue
@@ -175,6 +182,17 @@ class StreamMonitor:
                                     f"{[e.requested_time for e in emitting][:5]} are no longer readable "
                                     "(cleaned or replaced before the stream read them)")
         return Plan(cursor=self.cursor_of(batch[-1]), splits=splits, instants=batch, blocked_by=blocked)
+
+    def _check_schema(self, e: TimelineEntry, schema_json: str | None) -> None:
+        ref = self.options.reference_schema
+        if ref is None:
+            return
+        allowed = check_instant_schema(ref, schema_json, e.requested_time, self.table.url,
+                                       self.options.allow_schema_changes)
+        if allowed and e.requested_time not in self._schema_logged:
+            self._schema_logged.add(e.requested_time)
+            log.warning("%s: instant %s changes the schema compatibly (%s); delivering the stream's columns",
+                        self.table.url, e.requested_time, "; ".join(allowed))
 
     def _round(self, instants: list[TimelineEntry]) -> list[TimelineEntry]:
         """Cut a planning round before the first instant that rewrites file groups without changing data.

@@ -46,6 +46,7 @@ class SourceOptions(BaseModel):
     merge_type: str = Field(default="payload_combine", alias="mergeType")
     mini_batch_size: int = Field(default=65536, alias="miniBatchSize", gt=0)
     fail_on_data_loss: bool = Field(default=True, alias="failOnDataLoss")
+    allow_schema_changes: bool = Field(default=False, alias="allowSchemaChanges")
     hoodie: dict[str, str] = Field(default_factory=dict)
     storage: dict[str, str] = Field(default_factory=dict)
 

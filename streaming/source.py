@@ -97,7 +97,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def driver(self) -> "_DriverState":
         if self._driver is None:
-            self._driver = _DriverState(self.opts)
+            self._driver = _DriverState(self.opts, to_arrow_schema(self.spark_schema, timezone="UTC"))
         return self._driver
 
     def initialOffset(self) -> dict:
@@ -137,9 +137,9 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: FileGroupPartition):
         o = self.opts
         table = HudiTable(o.path, o.storage or None)
-        schema = output_schema(table.arrow_schema(), o.columns)
+        # the query's schema, fixed at its start: later added columns are left out, widened ones cast back
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
-        yield from consume(table, partition.ranges, schema, target, emit_deletes=o.emit_deletes,
+        yield from consume(table, partition.ranges, target, target, emit_deletes=o.emit_deletes,
                            changelog=o.read_mode is ReadMode.CHANGELOG, merge_type=o.merge_type,
                            mini_batch=o.mini_batch_size)
 
@@ -147,7 +147,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 class _DriverState:
     """The runner-process side of the stream: monitor, state store, and the offset arithmetic."""
 
-    def __init__(self, opts: SourceOptions):
+    def __init__(self, opts: SourceOptions, reference_schema):
         self.opts = opts
         self.table = HudiTable(opts.path, opts.storage or None)
         self.store = StateStore(opts.state_location, opts.storage or None)
@@ -157,7 +157,8 @@ class _DriverState:
         self.monitor = StreamMonitor(self.table, MonitorOptions(
             skip_compaction=opts.skip_compaction, skip_clustering=opts.skip_clustering,
             skip_insert_overwrite=opts.skip_insert_overwrite, ending_instant=opts.ending_instant,
-            partition_filter=opts.partition_filter(), emit_deletes=opts.emit_deletes))
+            partition_filter=opts.partition_filter(), emit_deletes=opts.emit_deletes,
+            reference_schema=reference_schema, allow_schema_changes=opts.allow_schema_changes))
         self.target: Cursor | None = None
         self.available_now = False
         self._last_poll = 0.0

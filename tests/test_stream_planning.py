@@ -184,3 +184,36 @@ def test_skip_compaction_off_plans_compaction_without_duplicating_rows(unzip_fix
     versions = [(r["_hoodie_record_key"], r["_hoodie_commit_time"]) for r in rows]
     assert len(versions) == len(set(versions))
     assert all(_plain(x) is not None for x in versions)
+
+
+def test_added_column_stops_the_stream_unless_allowed(unzip_fixture, tmp_path):
+    from monitor.schema_check import SchemaChangeError
+    table = _copy(unzip_fixture, "mor_avro__table_evo_add_col", tmp_path)
+    reveal = TimelineReveal(table, tmp_path / "hidden")
+    reveal.reveal_next()
+    reveal.reveal_next()  # the first two instants have columns key, ts, val
+    strict = make_reader(str(table), str(tmp_path / "s1"))
+    lenient = make_reader(str(table), str(tmp_path / "s2"), allowSchemaChanges="true")
+    run_batches(strict)
+    run_batches(lenient)
+    adding = reveal.reveal_next()  # ALTER TABLE ... ADD COLUMNS extra
+    writing = reveal.reveal_next()  # an update written with the new schema
+    for r in (strict, lenient):
+        r.driver._last_poll = 0.0
+    with pytest.raises(SchemaChangeError, match=f"instant {adding}.*column extra .* was added"):
+        run_batches(strict, start=strict._last_offset)
+    rows = _rows(run_batches(lenient, start=lenient._last_offset))
+    assert rows and all("extra" not in r for r in rows)
+    assert {r["_hoodie_commit_time"] for r in rows} == {writing}
+
+
+def test_incompatible_type_change_is_refused_even_when_allowed():
+    import pyarrow as pa
+    from monitor.schema_check import SchemaChangeError, check_instant_schema
+    reference = pa.schema([("id", pa.string()), ("n", pa.int64()), ("x", pa.int32())])
+    schema = ('{"type":"record","name":"r","fields":[{"name":"id","type":"string"},'
+              '{"name":"n","type":"string"},{"name":"x","type":"long"}]}')
+    with pytest.raises(SchemaChangeError, match="column n: int64 -> string"):
+        check_instant_schema(reference, schema, "20260101000000000", "t", allow_compatible=True)
+    widened = schema.replace('"name":"n","type":"string"', '"name":"n","type":"long"')
+    assert check_instant_schema(reference, widened, "t1", "t", allow_compatible=True) == ["column x: int32 -> int64"]

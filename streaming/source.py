@@ -8,6 +8,7 @@ only the partition and this reader's constructor state, so both are small and pi
 """
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import signal
@@ -314,14 +315,32 @@ class _DriverState:
             self.store.save(st)
 
     def metrics(self) -> dict:
+        """Progress a user reads in ``query.lastProgress`` (Spark shows it as the source's latestOffset)."""
         st = self.state
         pending = st.pending_from(st.committed_seq)
-        latest = self.monitor.latest_cursor()
+        behind, _ = self.monitor.completed_after(st.cursor)
+        latest = self.monitor.cursor_of(behind[-1]) if behind else st.cursor
         return canonical({"cursor": st.cursor.requested if st.cursor else None,
                           "latestInstant": latest.requested if latest else None,
+                          "lagInstants": len(behind),
+                          "lagSeconds": _seconds_between(st.cursor, latest),
                           "pendingSplits": len(pending),
                           "pendingRowsEstimate": sum(p.split.est_rows for p in pending),
+                          "pendingBytesEstimate": sum(p.split.est_bytes for p in pending),
                           "blockedByPendingInstant": self.blocked_by})
+
+
+def _seconds_between(a: Cursor | None, b: Cursor | None) -> float | None:
+    """Time between two instants (completion times where known), from their yyyyMMddHHmmssSSS strings."""
+    if a is None or b is None:
+        return None
+    def parse(c: Cursor) -> datetime.datetime:
+        t = (c.completion or c.requested)[:17].ljust(17, "0")
+        return datetime.datetime.strptime(t[:14], "%Y%m%d%H%M%S") + datetime.timedelta(milliseconds=int(t[14:]))
+    try:
+        return round((parse(b) - parse(a)).total_seconds(), 3)
+    except ValueError:
+        return None
 
 
 def _min(a: int | None, b: int | None) -> int | None:

@@ -217,3 +217,17 @@ def test_incompatible_type_change_is_refused_even_when_allowed():
         check_instant_schema(reference, schema, "20260101000000000", "t", allow_compatible=True)
     widened = schema.replace('"name":"n","type":"string"', '"name":"n","type":"long"')
     assert check_instant_schema(reference, widened, "t1", "t", allow_compatible=True) == ["column x: int32 -> int64"]
+
+
+def test_metrics_report_lag_and_backlog(unzip_fixture, tmp_path):
+    table = _copy(unzip_fixture, V9, tmp_path)
+    reveal = TimelineReveal(table, tmp_path / "hidden")
+    reveal.reveal_next()
+    reader = make_reader(str(table), str(tmp_path / "state"))
+    run_batches(reader)
+    assert reader.reportLatestOffset()["lagInstants"] == 0
+    for _ in range(3):
+        reveal.reveal_next()
+    reader.driver.table.reload()
+    m = reader.reportLatestOffset()
+    assert m["lagInstants"] == 3 and m["lagSeconds"] > 0 and m["latestInstant"] == reveal.instants[3]

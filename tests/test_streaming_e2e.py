@@ -67,43 +67,73 @@ class Driver:
         return [ln for ln in self.lines if "Error" in ln or "Exception" in ln]
 
 
-def run_with_kills(fixture: Path, tmp: Path, options: dict, kills: int, seed: int) -> tuple[Path, Path]:
-    table, work = tmp / "table", tmp / "work"
-    shutil.copytree(fixture, table)
-    reveal = TimelineReveal(table, tmp / "hidden")
-    reveal.reveal_next()
+def run_with_kills(table: Path, work: Path, options: dict, kills: int, seed: int, advance, finish) -> None:
+    """Kill and restart the stream ``kills`` times while ``advance()`` changes the table, then drain it."""
     rng = random.Random(seed)
     for i in range(kills):
         driver = Driver(table, work, options)
-        # kill at a random point: during start-up and planning, or a little after some batch completed
-        after_batches = rng.choice([0, 0, 1, 1, 2, 3])
-        delay = rng.uniform(0.0, 2.5)
-        started, deadline = time.monotonic(), time.monotonic() + 60
-        while time.monotonic() < deadline and driver.proc.poll() is None:
-            if rng.random() < 0.35:
-                reveal.reveal_next()
-            if after_batches == 0 and time.monotonic() - started > 3 + delay * 3:
-                break
+        # kill at a random point: during start-up, planning, a batch, or a little after one completed
+        after_batches = rng.choice([0, 1, 1, 2])
+        delay, cap = rng.uniform(0.0, 2.0), time.monotonic() + rng.uniform(5, 14)
+        change_at = time.monotonic() + rng.uniform(0, 5)  # before the earliest kill: every run sees a change
+        while time.monotonic() < cap and driver.proc.poll() is None:
+            if change_at and time.monotonic() > change_at:
+                advance()  # the table changes while the stream runs
+                change_at = 0
             if after_batches and driver.batches >= after_batches:
                 time.sleep(delay)
                 break
-            time.sleep(0.3)
+            time.sleep(0.2)
         driver.kill()
         assert not driver.errors(), f"run {i}: {driver.errors()[:5]}"
-    reveal.reveal_all()
+    finish()
     final = Driver(table, work, options, until_caught_up=True)
     assert final.wait(600) == 0, final.lines[-30:]
-    return table, work
 
 
-@pytest.mark.parametrize("name,kills,options", [
-    ("mor_avro__v9_txns_simple_meta", 16, {"emitDeletes": "true", "maxRowsPerTrigger": "3"}),
-    ("mor_avro__v6_trips_8i3d", 4, {"emitDeletes": "true", "maxSplitsPerTrigger": "1"}),
-])
-def test_killed_and_restarted_stream_delivers_each_change_once(name, kills, options, unzip_fixture, tmp_path):
-    fx = unzip_fixture(name)
-    table, work = run_with_kills(fx.table, tmp_path, options, kills, seed=len(name))
+def check_delivery(table: Path, work: Path) -> None:
     rows = delivered(work / "out")
     assert rows, "nothing was delivered"
     assert duplicates(rows) == []
     assert state_differences(apply_upserts(rows), hoodie.read_table(str(table))) == []
+
+
+@pytest.mark.parametrize("name,kills,options", [
+    ("mor_avro__v9_txns_simple_meta", 12, {"emitDeletes": "true", "maxRowsPerTrigger": "3"}),
+    ("mor_avro__v6_trips_8i3d", 2, {"emitDeletes": "true", "maxSplitsPerTrigger": "1"}),
+])
+def test_replayed_fixture_table_killed_stream_delivers_each_change_once(name, kills, options, unzip_fixture,
+                                                                         tmp_path):
+    """A table written by Apache Hudi (compaction, clustering, insert overwrite, deletes), replayed."""
+    table, work = tmp_path / "table", tmp_path / "work"
+    shutil.copytree(unzip_fixture(name).table, table)
+    reveal = TimelineReveal(table, tmp_path / "hidden")
+    reveal.reveal_next()
+    run_with_kills(table, work, options, kills, len(name), reveal.reveal_next, reveal.reveal_all)
+    check_delivery(table, work)
+
+
+def test_live_writer_with_table_services_killed_stream_delivers_each_change_once(tmp_path):
+    """The project's writer commits upserts and deletes, compacts, cleans and archives while the stream runs."""
+    from hoodie.writer.loadgen import LoadGenerator
+
+    table, work = tmp_path / "table", tmp_path / "work"
+    gen = LoadGenerator(str(table), keys=300, partitions=3, seed=11, batch=40, name="e2e")
+    gen.step()
+    services = {"n": 1}
+
+    def advance() -> None:
+        for _ in range(2):
+            gen.step()
+            services["n"] += 1
+            n, w = services["n"], gen.writer
+            if n % 3 == 0:
+                w.compact()
+            if n % 4 == 0:
+                w.clean(retain_commits=5)
+            if n % 5 == 0:
+                w.archive(keep_active=6)
+
+    run_with_kills(table, work, {"emitDeletes": "true", "maxRowsPerTrigger": "60"}, 6, 3, advance, advance)
+    assert hoodie.HudiTable(str(table)).timeline.archived.instants, "the writer archived nothing"
+    check_delivery(table, work)

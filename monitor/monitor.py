@@ -85,7 +85,7 @@ class StreamMonitor:
     def cursor_of(self, e: TimelineEntry) -> Cursor:
         return Cursor(requested=e.requested_time, completion=e.completion_time if self.v8 else None)
 
-    def _cursor_key(self, c: Cursor) -> tuple:
+    def cursor_key(self, c: Cursor) -> tuple:
         return (c.completion or c.requested, c.requested) if self.v8 else (c.requested,)
 
     def completed_after(self, cursor: Cursor | None) -> tuple[list[TimelineEntry], str | None]:
@@ -93,7 +93,7 @@ class StreamMonitor:
         tl = self.table.timeline
         archived = cursor is not None and tl.is_archived(cursor.requested)
         entries = tl.completed_writes(include_archived=archived)
-        after = sorted((e for e in entries if cursor is None or self._frontier(e) > self._cursor_key(cursor)),
+        after = sorted((e for e in entries if cursor is None or self._frontier(e) > self.cursor_key(cursor)),
                        key=self._frontier)
         blocked = None
         if not self.v8:

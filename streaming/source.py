@@ -209,7 +209,7 @@ class _DriverState:
         st, changed = self.state, False
         for _ in range(1000):  # skipped instants advance the cursor without splits; keep going to real ones
             if self.target is not None and st.cursor is not None and \
-                    self.monitor._cursor_key(st.cursor) >= self.monitor._cursor_key(self.target):
+                    self.monitor.cursor_key(st.cursor) >= self.monitor.cursor_key(self.target):
                 break
             if self.available_now and self.target is None:
                 break

@@ -119,14 +119,6 @@ class ActiveTimeline:
         writes = [e for e in self.entries if e.is_write and e.requested_time not in self._savepoints]
         return writes[0].requested_time if writes else None
 
-    def is_completed_or_archived(self, instant_time: str) -> bool:
-        """Hudi's ``containsOrBeforeTimelineStarts`` on the completed commits timeline."""
-        e = self._by_time.get(instant_time)
-        if e is not None:
-            return e.is_completed and e.is_write
-        first = self.first_write_time()
-        return first is not None and instant_time < first
-
     # -- content ---------------------------------------------------------------------------------------------
     def _file(self, entry: TimelineEntry, state: State) -> str | None:
         for name in entry.files:

@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fastavro  # noqa: E402
 
-from hoodie.logfile.avro_arrow import records_to_avro_dicts  # noqa: E402
+from hoodie.logfile.avro_arrow import avro_bytes, avro_long, records_to_avro_dicts  # noqa: E402
 from hoodie.logfile.format import make_log_file_name  # noqa: E402
 from hoodie.logfile.writer import encode_avro_data_block  # noqa: E402
 
@@ -136,28 +136,14 @@ _COMMIT_METADATA_PARSED = fastavro.parse_schema(json.loads(COMMIT_METADATA_SCHEM
 # Building the table
 # ---------------------------------------------------------------------------------------------------------------
 
-def _zigzag(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _avro_bytes(b: bytes) -> bytes:
-    return _zigzag(len(b)) + b
-
-
 def commit_metadata_file(record: dict, sync: bytes) -> bytes:
     """An Avro object container file of one ``HoodieCommitMetadata`` record, codec null, like Hudi writes."""
     datum = io.BytesIO()
     fastavro.schemaless_writer(datum, _COMMIT_METADATA_PARSED, record)
-    header = (b"Obj\x01" + _zigzag(1) + _avro_bytes(b"avro.schema") + _avro_bytes(COMMIT_METADATA_SCHEMA.encode())
-              + _zigzag(0) + sync)
+    header = (b"Obj\x01" + avro_long(1) + avro_bytes(b"avro.schema") + avro_bytes(COMMIT_METADATA_SCHEMA.encode())
+              + avro_long(0) + sync)
     body = datum.getvalue()
-    return header + _zigzag(1) + _zigzag(len(body)) + body + sync
+    return header + avro_long(1) + avro_long(len(body)) + body + sync
 
 
 def write_stat(**fields) -> dict:

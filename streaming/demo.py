@@ -7,7 +7,6 @@ the state it built must equal the table's snapshot read directly.
 """
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import threading
@@ -17,15 +16,10 @@ from pathlib import Path
 
 def run_demo(workdir: str | None = None, commits: int = 12, keys: int = 400, out=sys.stdout) -> bool:
     """Run the demo; returns True when the streamed state equals the table (prints a report to ``out``)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    repo = str(Path(__file__).resolve().parents[1])
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)
-    from pyspark.sql import SparkSession
-
     import hoodie
     from hoodie.writer.loadgen import LoadGenerator
 
-    from .source import HudiStreamingDataSource
+    from .local_spark import local_spark
 
     def say(msg: str) -> None:
         print(msg, file=out, flush=True)
@@ -37,12 +31,7 @@ def run_demo(workdir: str | None = None, commits: int = 12, keys: int = 400, out
         gen.step()  # the table exists before the stream starts
         say(f"table: {table} (MERGE_ON_READ, table version 9)")
         say("starting local Spark ...")
-        spark = (SparkSession.builder.master("local[2]").appName("hudi-streaming-demo")
-                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-                 .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC")
-                 .getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
-        spark.dataSource.register(HudiStreamingDataSource)
+        spark = local_spark("hudi-streaming-demo")
         state: dict[str, dict] = {}
         seen = {"batches": 0, "rows": 0}
 

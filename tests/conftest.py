@@ -52,20 +52,8 @@ def unzip_fixture(fixtures_root):
 @pytest.fixture(scope="session")
 def spark():
     """One local Spark session for the whole test run (start-up costs seconds; sessions are shared)."""
-    import sys
+    from streaming.local_spark import local_spark
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    repo = str(Path(__file__).resolve().parents[1])
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2]").appName("hudi-streaming-tests")
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    from streaming.source import HudiStreamingDataSource
-
-    session.dataSource.register(HudiStreamingDataSource)
+    session = local_spark("hudi-streaming-tests")
     yield session
     session.stop()

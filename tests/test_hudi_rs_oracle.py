@@ -307,7 +307,7 @@ def _with_gold() -> list[str]:
 def test_hudi_rs_latest_matches_spark(name, hudi_rs):
     """hudi-rs's latest snapshot equals Spark's gold output, unless the table is listed as an exception."""
     if name in HUDI_RS_CANNOT_READ or name in HUDI_RS_DISAGREES_WITH_SPARK:
-        pytest.skip(f"{name} is listed as a hudi-rs exception; checked by test_hudi_rs_still_*")
+        pytest.skip(f"{name} is listed as a hudi-rs exception; checked by test_listed_hudi_rs_exceptions_still_hold")
     rs = hudi_rs(name)
     assert rs.error is None, f"hudi-rs cannot read {name} ({rs.error}): if hudi-rs is at fault, list it in " \
                              f"HUDI_RS_CANNOT_READ"

@@ -10,8 +10,6 @@ import argparse
 import json
 import time
 
-from pyspark.sql import SparkSession
-
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -20,13 +18,9 @@ def main() -> None:
     ap.add_argument("--options", default="{}", help="JSON object of extra source options")
     ap.add_argument("--until-caught-up", action="store_true")
     args = ap.parse_args()
-    spark = (SparkSession.builder.master("local[2]").appName("hudi-streaming-e2e")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    from streaming.source import HudiStreamingDataSource
+    from streaming.local_spark import local_spark
 
-    spark.dataSource.register(HudiStreamingDataSource)
+    spark = local_spark("hudi-streaming-e2e")
     reader = spark.readStream.format("hudi_streaming").option("stateLocation", f"{args.work}/state")
     for k, v in json.loads(args.options).items():
         reader = reader.option(k, v)

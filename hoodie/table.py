@@ -32,7 +32,7 @@ class HudiTable:
         return self.storage.url
 
     def reload(self) -> "HudiTable":
-        self.timeline = Timeline.load(self.storage, self.config)
+        self.timeline = Timeline.load(self.storage, self.config, previous=self.timeline)
         self._listing = None
         return self
 

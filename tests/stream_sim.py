@@ -38,3 +38,9 @@ def run_batches(reader: HudiStreamReader, start: dict | None = None, limit=None,
         start = end
     reader._last_offset = start  # for tests that continue after new instants
     return batches
+
+
+def resume(reader: HudiStreamReader, **kwargs) -> list[pa.Table]:
+    """Continue a stream after the table changed: poll at once (not after the idle interval) from where it was."""
+    reader.driver._last_poll = 0.0
+    return run_batches(reader, start=reader._last_offset, **kwargs)

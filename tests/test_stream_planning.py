@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import hoodie
-from stream_sim import make_reader, run_batches
+from stream_sim import make_reader, resume, run_batches
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
 from reveal import TimelineReveal  # noqa: E402
@@ -46,8 +46,7 @@ def test_earliest_then_increments_rebuild_the_table(name, unzip_fixture, tmp_pat
     reader = make_reader(str(table), str(tmp_path / "state"), emitDeletes="true")
     batches = run_batches(reader)
     while reveal.reveal_next():
-        reader.driver._last_poll = 0.0
-        batches += run_batches(reader, start=reader._last_offset)
+        batches += resume(reader)
     rows = _rows(batches)
     assert state_differences(_apply(rows), hoodie.read_table(str(table))) == []
 
@@ -60,8 +59,7 @@ def test_latest_starts_after_the_current_instant(unzip_fixture, tmp_path):
     reader = make_reader(str(table), str(tmp_path / "state"), startingInstant="latest")
     assert run_batches(reader) == []
     fourth = reveal.reveal_next()
-    reader.driver._last_poll = 0.0
-    rows = _rows(run_batches(reader, start=reader._last_offset))
+    rows = _rows(resume(reader))
     assert rows and {r["_hoodie_commit_time"] for r in rows} == {fourth}
 
 
@@ -153,14 +151,12 @@ def test_cleaned_files_fail_or_fall_back_to_a_snapshot(unzip_fixture, tmp_path):
     written = hoodie.HudiTable(str(table)).timeline.commit_metadata(second).written_paths()
     for p in written:
         (table / p).unlink()  # the cleaner removed what the next instant wrote before the stream read it
-    reader.driver._last_poll = 0.0
     with pytest.raises(DataLossError, match=second):
-        run_batches(reader, start=reader._last_offset)
+        resume(reader)
     lenient = make_reader(str(table), str(tmp_path / "s2"), failOnDataLoss="false", emitDeletes="true")
     run_batches(lenient)
     assert reveal.reveal_next()
-    lenient.driver._last_poll = 0.0
-    rows = _rows(run_batches(lenient, start=lenient._last_offset))
+    rows = _rows(resume(lenient))
     assert rows, "after the loss the stream continues from a snapshot"
 
 
@@ -177,8 +173,7 @@ def test_skip_compaction_off_plans_compaction_without_duplicating_rows(unzip_fix
     reader = make_reader(str(table), str(tmp_path / "state"), skipCompaction="false", skipClustering="false")
     batches = run_batches(reader)
     while reveal.reveal_next():
-        reader.driver._last_poll = 0.0
-        batches += run_batches(reader, start=reader._last_offset)
+        batches += resume(reader)
     rows = _rows(batches)
     # compaction and clustering keep commit times: reading them adds no new versions
     versions = [(r["_hoodie_record_key"], r["_hoodie_commit_time"]) for r in rows]
@@ -198,11 +193,9 @@ def test_added_column_stops_the_stream_unless_allowed(unzip_fixture, tmp_path):
     run_batches(lenient)
     adding = reveal.reveal_next()  # ALTER TABLE ... ADD COLUMNS extra
     writing = reveal.reveal_next()  # an update written with the new schema
-    for r in (strict, lenient):
-        r.driver._last_poll = 0.0
     with pytest.raises(SchemaChangeError, match=f"instant {adding}.*column extra .* was added"):
-        run_batches(strict, start=strict._last_offset)
-    rows = _rows(run_batches(lenient, start=lenient._last_offset))
+        resume(strict)
+    rows = _rows(resume(lenient))
     assert rows and all("extra" not in r for r in rows)
     assert {r["_hoodie_commit_time"] for r in rows} == {writing}
 

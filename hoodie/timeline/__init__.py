@@ -27,8 +27,9 @@ class Timeline:
         self._archived_writes: dict[str, TimelineEntry] | None = None
 
     @classmethod
-    def load(cls, storage: Storage, config: TableConfig) -> "Timeline":
-        return cls(storage, config, ActiveTimeline.load(storage, config))
+    def load(cls, storage: Storage, config: TableConfig, previous: "Timeline | None" = None) -> "Timeline":
+        """Load the timeline; ``previous`` (an earlier load of the same table) lends what it already decoded."""
+        return cls(storage, config, ActiveTimeline.load(storage, config, previous.active if previous else None))
 
     # -- instants --------------------------------------------------------------------------------------------
     @property

@@ -7,7 +7,6 @@ and, lazily, the metadata of completed instants.
 """
 from __future__ import annotations
 
-import functools
 import logging
 from dataclasses import dataclass
 
@@ -65,16 +64,21 @@ class TimelineEntry:
 class ActiveTimeline:
     """The instants of ``.hoodie/`` (layout 1) or ``.hoodie/timeline/`` (layout 2), in requested-time order."""
 
-    def __init__(self, storage: Storage, config: TableConfig, entries: list[TimelineEntry]):
+    def __init__(self, storage: Storage, config: TableConfig, entries: list[TimelineEntry],
+                 decoded: dict[str, object] | None = None):
         self.storage = storage
         self.config = config
         self.entries = sorted(entries, key=lambda e: e.instant.sort_key())
         # a savepoint shares its instant time with the write it pins: the write is what readers look up
         self._by_time = {e.requested_time: e for e in sorted(self.entries, key=lambda e: e.is_write)}
         self._savepoints = {e.requested_time for e in self.entries if e.action is Action.SAVEPOINT}
+        #: timeline file name → decoded content; instant files never change once written, so a reloaded
+        #: timeline keeps what the previous one decoded (a stream reloads every poll)
+        self._decoded: dict[str, object] = decoded if decoded is not None else {}
 
     @classmethod
-    def load(cls, storage: Storage, config: TableConfig) -> "ActiveTimeline":
+    def load(cls, storage: Storage, config: TableConfig,
+             previous: "ActiveTimeline | None" = None) -> "ActiveTimeline":
         folder = config.timeline_dir
         groups: dict[tuple[str, str], list[Instant]] = {}
         for info in storage.list_dir(folder):
@@ -88,7 +92,11 @@ class ActiveTimeline:
             states.sort(key=lambda i: i.state)
             planned = next((i.action for i in states if i.action in COMPLETES_AS), None)
             entries.append(TimelineEntry(states[-1], planned, tuple(i.file_name for i in states)))
-        return cls(storage, config, entries)
+        kept = None
+        if previous is not None:  # keep what still names a listed file: archived or rolled-back ones drop out
+            listed = {f"{config.timeline_dir}/{name}" for e in entries for name in e.files}
+            kept = {rel: value for rel, value in previous._decoded.items() if rel in listed}
+        return cls(storage, config, entries, kept)
 
     # -- queries ---------------------------------------------------------------------------------------------
     def get(self, requested_time: str) -> TimelineEntry | None:
@@ -127,23 +135,26 @@ class ActiveTimeline:
                 return f"{self.config.timeline_dir}/{name}"
         return None
 
-    @functools.lru_cache(maxsize=4096)
     def commit_metadata(self, requested_time: str) -> CommitMetadata:
         """Metadata of a completed write instant."""
         entry = self._by_time.get(requested_time)
         if entry is None or not entry.is_completed:
             raise KeyError(f"{self.storage.url}: no completed instant {requested_time} on the active timeline")
         rel = self._file(entry, State.COMPLETED)
-        return parse_commit_metadata(self.storage.read_bytes(rel), f"{self.storage.url}/{rel}")
+        return self._decode(rel, parse_commit_metadata)
 
-    @functools.lru_cache(maxsize=1024)
     def plan(self, requested_time: str) -> dict:
         """The decoded plan of a requested instant (compaction plan, clustering plan, cleaner plan, ...)."""
         entry = self._by_time.get(requested_time)
         rel = self._file(entry, State.REQUESTED) if entry else None
         if rel is None:
             return {}
-        return decode_metadata_bytes(self.storage.read_bytes(rel), f"{self.storage.url}/{rel}")
+        return self._decode(rel, decode_metadata_bytes)
+
+    def _decode(self, rel: str, decode):
+        if rel not in self._decoded:
+            self._decoded[rel] = decode(self.storage.read_bytes(rel), f"{self.storage.url}/{rel}")
+        return self._decoded[rel]
 
     def is_clustering(self, entry: TimelineEntry) -> bool:
         """Clustering vs insert overwrite: layout 2 has a ``clustering`` plan; layout 1 only the operation type."""

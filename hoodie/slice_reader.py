@@ -2,8 +2,9 @@
 
 The modes are the ones Hudi's readers offer (Flink's ``MergeOnReadInputFormat``): base only (read-optimized),
 log only (no base file), skip-merge (base rows then every log record, unmerged) and payload-combine (the
-real merge). The output order of a slice is deterministic — base rows in file order, then log-only inserts
-in log order — because the streaming consumer resumes a slice by skipping the first N rows it delivered.
+real merge). The output order of a slice is deterministic — base rows the log left alone in file order, then
+the updated rows in file order, then log-only inserts in log order — because the streaming consumer resumes a
+slice by skipping the first N rows it delivered.
 """
 from __future__ import annotations
 

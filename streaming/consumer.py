@@ -89,15 +89,12 @@ def split_changes(table: HudiTable, split: Split, schema: pa.Schema, emit_delete
     req = SliceRead(table, read_schema, split.max_instant, rng, MergeType(merge_type))
     rows, deleted = read_slice_changes(req, file_slice(split), with_deletes=emit_deletes)
     existed = _existed_before(table, split, req, rows)
-    kinds = pc.if_else(existed, UPDATE_POST, INSERT) if rows.num_rows else pa.array([], pa.string())
     parts = []
-    if changelog and split.instants is not None and rows.num_rows:
-        pre = _pre_images(table, split, req, rows, existed)
-        if pre is not None:
-            parts.append(_with_kind(pre, pa.array([UPDATE_PRE] * pre.num_rows, pa.string()), schema))
-    parts.append(_with_kind(rows, kinds, schema))
+    if changelog and existed is not None:
+        parts.append(_with_kind(_pre_images(table, split, req, rows, existed), UPDATE_PRE, schema))
+    parts.append(_with_kind(rows, INSERT if existed is None else pc.if_else(existed, UPDATE_POST, INSERT), schema))
     if emit_deletes and deleted is not None and deleted.num_rows:
-        parts.append(_with_kind(deleted, pa.array([DELETE] * deleted.num_rows, pa.string()), schema))
+        parts.append(_with_kind(deleted, DELETE, schema))
     return pa.concat_tables(parts)
 
 
@@ -108,7 +105,7 @@ def _replaced_rows(table: HudiTable, split: Split, read_schema: pa.Schema, schem
     if COMMIT_TIME in rows.column_names:
         idx = rows.schema.get_field_index(COMMIT_TIME)
         rows = rows.set_column(idx, rows.schema.field(idx), pa.array([split.replaced_by] * rows.num_rows, pa.string()))
-    return _with_kind(rows, pa.array([DELETE] * rows.num_rows, pa.string()), schema)
+    return _with_kind(rows, DELETE, schema)
 
 
 def _read_schema(table: HudiTable, schema: pa.Schema) -> pa.Schema:
@@ -119,10 +116,11 @@ def _read_schema(table: HudiTable, schema: pa.Schema) -> pa.Schema:
     return pa.schema([f for f in full if f.name in need])
 
 
-def _with_kind(rows: pa.Table, kinds, schema: pa.Schema) -> pa.Table:
-    rows = rows.append_column(CHANGE_TYPE, kinds if isinstance(kinds, (pa.Array, pa.ChunkedArray))
-                              else pa.array(kinds, pa.string()))
-    return align(rows, schema)
+def _with_kind(rows: pa.Table, kinds: str | pa.Array, schema: pa.Schema) -> pa.Table:
+    """``rows`` aligned to ``schema`` with their change type: one for all, or one per row."""
+    if isinstance(kinds, str):
+        kinds = pa.repeat(pa.scalar(kinds, pa.string()), rows.num_rows)
+    return align(rows.append_column(CHANGE_TYPE, kinds), schema)
 
 
 def _before_slice(split: Split) -> FileSlice | None:
@@ -132,25 +130,23 @@ def _before_slice(split: Split) -> FileSlice | None:
     return file_slice(split.model_copy(update={"logs": []}))
 
 
-def _existed_before(table: HudiTable, split: Split, req: SliceRead, rows: pa.Table) -> pa.Array:
+def _existed_before(table: HudiTable, split: Split, req: SliceRead, rows: pa.Table) -> pa.Array | None:
     """Per row: was its key already in the table before the range (an update) or not (an insert)?
 
-    Decided from the slice's base file when that predates the range; keys first written to logs before the
-    range count as inserts (the base file is the only version read here).
+    Decided from the slice's base file when that predates the range (None: no such file, every row is an
+    insert); keys first written to logs before the range count as inserts (the base file is the only version
+    read here).
     """
-    if rows.num_rows == 0:
-        return pa.array([], pa.bool_())
-    before = _before_slice(split)
+    before = _before_slice(split) if rows.num_rows else None
     if before is None:
-        return pa.array([False] * rows.num_rows)
+        return None
     base_keys = _base_rows(table, before, req, key_only=True)
     return pc.is_in(req.key_array(rows), value_set=req.key_array(base_keys))
 
 
-def _pre_images(table: HudiTable, split: Split, req: SliceRead, rows: pa.Table, existed: pa.Array) -> pa.Table | None:
+def _pre_images(table: HudiTable, split: Split, req: SliceRead, rows: pa.Table, existed: pa.Array) -> pa.Table:
+    """The base-file rows of the keys ``rows`` update (``existed``), as they were before the range."""
     before = _before_slice(split)
-    if before is None:
-        return None
     base = _base_rows(table, before, req, key_only=False)
     updated = rows.filter(existed)
     return base.filter(pc.is_in(req.key_array(base), value_set=req.key_array(updated)))

@@ -87,7 +87,7 @@ def read_table(url: str, columns: list[str] | None = None, as_of: str | None = N
             raise HoodieError(f"{url}: unknown columns {unknown}; the table has {full.names}")
     slices, max_instant, rng = plan_slices(table, as_of=as_of, start=start, end=end,
                                            partition_filter=partition_filter)
-    req = SliceRead(table, _read_schema(table, full, columns, rng is not None), max_instant, rng,
+    req = SliceRead(table, read_schema(table, full, columns, rng is not None), max_instant, rng,
                     MergeType(merge_type), read_optimized)
     parts = [read_slice(req, s) for s in slices]
     out = pa.concat_tables(parts) if parts else req.schema.empty_table()
@@ -95,7 +95,7 @@ def read_table(url: str, columns: list[str] | None = None, as_of: str | None = N
     return out
 
 
-def _read_schema(table: HudiTable, full: pa.Schema, columns: list[str] | None, incremental: bool) -> pa.Schema:
+def read_schema(table: HudiTable, full: pa.Schema, columns: list[str] | None, incremental: bool) -> pa.Schema:
     """Requested columns plus what merging needs (keys, ordering, delete marker, commit time)."""
     if columns is None:
         return full

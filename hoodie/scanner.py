@@ -45,12 +45,13 @@ class ScanStats:
 
 def scan_blocks(storage: Storage, log_files: Iterable[tuple[str, int | None]], max_instant: str | None,
                 is_committed: Callable[[str], bool] | None, instant_range: InstantRange | None = None,
-                stats: ScanStats | None = None) -> list[LogBlock]:
+                stats: ScanStats | None = None, skip_instants: frozenset[str] = frozenset()) -> list[LogBlock]:
     """The data and delete blocks to merge, oldest first.
 
     ``log_files`` are (path, size) pairs: only the first ``size`` bytes of a file are read when a size is given,
     so a v6 log file that a later write appended to reads exactly as it was planned. ``is_committed`` is the
     v6 timeline check (None on v8/v9, whose uncommitted log files were already dropped by the file-system view).
+    Blocks of ``skip_instants`` are left out: the slice as it was before those instants.
     """
     stats = stats if stats is not None else ScanStats()
     queue: list[LogBlock] = []
@@ -73,7 +74,7 @@ def scan_blocks(storage: Storage, log_files: Iterable[tuple[str, int | None]], m
             instant = block.instant_time
             if instant is None or (max_instant is not None and instant > max_instant) \
                     or (is_committed is not None and not is_committed(instant)) \
-                    or (instant_range is not None and instant not in instant_range):
+                    or (instant_range is not None and instant not in instant_range) or instant in skip_instants:
                 stats.skipped_blocks += 1
                 continue
             queue.append(block)

@@ -58,6 +58,8 @@ class SliceRead:
     instant_range: InstantRange | None = None
     merge_type: MergeType = MergeType.PAYLOAD_COMBINE
     read_optimized: bool = False
+    #: log blocks of these instants are left out (the slice as it was before them)
+    without_instants: frozenset[str] = frozenset()
     #: log records held in memory per slice before they spill to disk
     memory_budget: int = DEFAULT_BUDGET_BYTES
 
@@ -103,7 +105,7 @@ def read_slice_changes(req: SliceRead, fs: FileSlice, stats: ScanStats | None = 
     cfg = req.table.config
     is_committed = req.table.timeline.is_committed if cfg.version < 8 else None
     blocks = scan_blocks(storage, [(lf.path, lf.size) for lf in fs.log_files], req.max_instant, is_committed,
-                         req.instant_range if cfg.version < 8 else None, stats)
+                         req.instant_range if cfg.version < 8 else None, stats, req.without_instants)
     log = _log_records(req, blocks, stats)
     deleted = empty if with_deletes else None
     if req.merge_type is MergeType.SKIP_MERGE:

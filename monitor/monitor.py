@@ -88,10 +88,16 @@ class StreamMonitor:
     def cursor_key(self, c: Cursor) -> tuple:
         return (c.completion or c.requested, c.requested) if self.v8 else (c.requested,)
 
-    def completed_after(self, cursor: Cursor | None) -> tuple[list[TimelineEntry], str | None]:
-        """Completed writes after the cursor in frontier order (and, v6, the pending instant blocking more)."""
+    def completed_after(self, cursor: Cursor | None, *,
+                        from_first: bool = False) -> tuple[list[TimelineEntry], str | None]:
+        """Completed writes after the cursor in frontier order (and, v6, the pending instant blocking more).
+
+        The archived timeline is read when the cursor is archived, or when there is no cursor and ``from_first``
+        asks for every instant from the table's first (a stream positioned before it); otherwise no cursor
+        means the active timeline is enough (the latest instant, a snapshot).
+        """
         tl = self.table.timeline
-        archived = cursor is not None and tl.is_archived(cursor.requested)
+        archived = from_first if cursor is None else tl.is_archived(cursor.requested)
         entries = tl.completed_writes(include_archived=archived)
         after = sorted((e for e in entries if cursor is None or self._frontier(e) > self.cursor_key(cursor)),
                        key=self._frontier)
@@ -113,7 +119,7 @@ class StreamMonitor:
 
     def cursor_at(self, instant: str) -> Cursor | None:
         """Cursor just before ``instant`` (a start position given by the user; the instant itself is delivered)."""
-        done, _ = self.completed_after(None)
+        done, _ = self.completed_after(None, from_first=self.table.timeline.is_archived(instant))
         before = [e for e in done if self._frontier(e)[0] < instant]
         return self.cursor_of(before[-1]) if before else None
 
@@ -141,7 +147,7 @@ class StreamMonitor:
 
     def plan_next(self, cursor: Cursor | None, max_instants: int | None = None) -> Plan:
         """Splits for the next completed instants after ``cursor`` (at most ``max_instants`` of them)."""
-        after, blocked = self.completed_after(cursor)
+        after, blocked = self.completed_after(cursor, from_first=True)
         batch = self._round(after[:max_instants] if max_instants else after)
         if not batch:
             return Plan(cursor=cursor, blocked_by=blocked)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import posixpath
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie.fs_view import BaseFile, FileSlice, LogFile
+from hoodie.read import read_schema
 from hoodie.logfile.format import parse_log_file_name
 from hoodie.scanner import InstantRange
 from hoodie.slice_reader import MergeType, SliceRead, align, read_slice_changes
@@ -80,22 +81,81 @@ def verify_files(table: HudiTable, split: Split) -> None:
 
 def split_changes(table: HudiTable, split: Split, schema: pa.Schema, emit_deletes: bool,
                   changelog: bool = False, merge_type: str = "payload_combine") -> pa.Table:
-    """Every change a split delivers, in a fixed order: pre-images, upserts, then deletes."""
+    """Every change a split delivers, in a fixed order: pre-images, upserts, then deletes.
+
+    A row is an update when its key was in the file group before the range, an insert otherwise; pre-images
+    and the values of deleted keys come from that earlier state (see :func:`_state_before`).
+    """
     verify_files(table, split)
-    read_schema = _read_schema(table, schema)
+    full = table.arrow_schema()
+    columns = read_schema(table, full, schema.names, incremental=True)
     if split.replaced_by is not None:
-        return _replaced_rows(table, split, read_schema, schema) if emit_deletes else schema.empty_table()
+        return _replaced_rows(table, split, columns, schema) if emit_deletes else schema.empty_table()
     rng = InstantRange(instants=frozenset(split.instants)) if split.instants is not None else None
-    req = SliceRead(table, read_schema, split.max_instant, rng, MergeType(merge_type))
+    req = SliceRead(table, columns, split.max_instant, rng, MergeType(merge_type))
     rows, deleted = read_slice_changes(req, file_slice(split), with_deletes=emit_deletes)
-    existed = _existed_before(table, split, req, rows)
+    has_deletes = deleted is not None and deleted.num_rows > 0
+    need_values = changelog or has_deletes
+    keys_only = read_schema(table, full, [RECORD_KEY], incremental=True)
+    before = _state_before(split, req if need_values else replace(req, schema=keys_only)) if rows.num_rows \
+        or has_deletes else None
     parts = []
-    if changelog and existed is not None:
-        parts.append(_with_kind(_pre_images(table, split, req, rows, existed), UPDATE_PRE, schema))
-    parts.append(_with_kind(rows, INSERT if existed is None else pc.if_else(existed, UPDATE_POST, INSERT), schema))
-    if emit_deletes and deleted is not None and deleted.num_rows:
+    if before is None:
+        parts.append(_with_kind(rows, INSERT, schema))
+    else:
+        before_keys = req.key_array(before)
+        existed = pc.is_in(req.key_array(rows), value_set=before_keys)
+        if changelog:
+            parts.append(_with_kind(_pre_images(req, rows.filter(existed), before, before_keys), UPDATE_PRE, schema))
+        parts.append(_with_kind(rows, pc.if_else(existed, UPDATE_POST, INSERT), schema))
+        if has_deletes:
+            deleted = _last_known(req, deleted, before)
+    if has_deletes:
         parts.append(_with_kind(deleted, DELETE, schema))
     return pa.concat_tables(parts)
+
+
+def _state_before(split: Split, req: SliceRead) -> pa.Table | None:
+    """The file group as it was just before the split's range: its base file, unless the range wrote it, merged
+    with the log blocks of instants outside the range (all older: the range holds the newest instants).
+
+    None for a snapshot split (nothing came before) and when the range rewrote the base file (a new file
+    group, or a copy-on-write rewrite whose earlier file slice the split does not name: its rows count as
+    inserts).
+    """
+    if split.instants is None or (split.base_path is not None and split.base_instant in split.instants):
+        return None
+    before = SliceRead(req.table, req.schema, split.max_instant, None, req.merge_type,
+                       without_instants=frozenset(split.instants))
+    return read_slice_changes(before, file_slice(split), with_deletes=False)[0]
+
+
+def _pre_images(req: SliceRead, updated: pa.Table, before: pa.Table, before_keys: pa.Array) -> pa.Table:
+    """The earlier rows of the ``updated`` keys, in the earlier state's order, each carrying the commit time of
+    the update it precedes (every emitted row's ``_hoodie_commit_time`` is the instant of its change)."""
+    found = pc.index_in(before_keys, value_set=req.key_array(updated))
+    return _at_commit_of(before.filter(pc.is_valid(found)), updated, pc.drop_null(found))
+
+
+def _last_known(req: SliceRead, deleted: pa.Table, before: pa.Table) -> pa.Table:
+    """Deleted keys carry their values from the state before the range where it has them (the merge alone
+    knows only the base row or the delete record), with the commit time of the delete."""
+    found = pc.index_in(req.key_array(deleted), value_set=req.key_array(before))
+    known = pc.is_valid(found)
+    if not pc.any(known).as_py():
+        return deleted
+    values = _at_commit_of(before.take(pc.drop_null(found)), deleted.filter(known))
+    return pa.concat_tables([values, deleted.filter(pc.invert(known))])
+
+
+def _at_commit_of(rows: pa.Table, changes: pa.Table, change_of_row: pa.Array | None = None) -> pa.Table:
+    """``rows`` with the commit time of ``changes[change_of_row[i]]`` for row ``i`` (of ``changes[i]`` when
+    ``change_of_row`` is None)."""
+    if COMMIT_TIME not in rows.column_names:
+        return rows
+    times = changes.column(COMMIT_TIME)
+    idx = rows.schema.get_field_index(COMMIT_TIME)
+    return rows.set_column(idx, rows.schema.field(idx), times if change_of_row is None else times.take(change_of_row))
 
 
 def _replaced_rows(table: HudiTable, split: Split, read_schema: pa.Schema, schema: pa.Schema) -> pa.Table:
@@ -104,16 +164,8 @@ def _replaced_rows(table: HudiTable, split: Split, read_schema: pa.Schema, schem
                               with_deletes=False)[0]
     if COMMIT_TIME in rows.column_names:
         idx = rows.schema.get_field_index(COMMIT_TIME)
-        rows = rows.set_column(idx, rows.schema.field(idx), pa.array([split.replaced_by] * rows.num_rows, pa.string()))
+        rows = rows.set_column(idx, rows.schema.field(idx), pa.repeat(pa.scalar(split.replaced_by), rows.num_rows))
     return _with_kind(rows, DELETE, schema)
-
-
-def _read_schema(table: HudiTable, schema: pa.Schema) -> pa.Schema:
-    full = table.arrow_schema()
-    cfg = table.config
-    need = set(schema.names) | {RECORD_KEY, COMMIT_TIME, "_hoodie_is_deleted", *cfg.record_key_fields,
-                                *cfg.ordering_fields}
-    return pa.schema([f for f in full if f.name in need])
 
 
 def _with_kind(rows: pa.Table, kinds: str | pa.Array, schema: pa.Schema) -> pa.Table:
@@ -121,45 +173,6 @@ def _with_kind(rows: pa.Table, kinds: str | pa.Array, schema: pa.Schema) -> pa.T
     if isinstance(kinds, str):
         kinds = pa.repeat(pa.scalar(kinds, pa.string()), rows.num_rows)
     return align(rows.append_column(CHANGE_TYPE, kinds), schema)
-
-
-def _before_slice(split: Split) -> FileSlice | None:
-    """The base file as it was before the range: the planned base when it is older than every instant in range."""
-    if split.base_path is None or split.instants is None or split.base_instant >= min(split.instants):
-        return None
-    return file_slice(split.model_copy(update={"logs": []}))
-
-
-def _existed_before(table: HudiTable, split: Split, req: SliceRead, rows: pa.Table) -> pa.Array | None:
-    """Per row: was its key already in the table before the range (an update) or not (an insert)?
-
-    Decided from the slice's base file when that predates the range (None: no such file, every row is an
-    insert); keys first written to logs before the range count as inserts (the base file is the only version
-    read here).
-    """
-    before = _before_slice(split) if rows.num_rows else None
-    if before is None:
-        return None
-    base_keys = _base_rows(table, before, req, key_only=True)
-    return pc.is_in(req.key_array(rows), value_set=req.key_array(base_keys))
-
-
-def _pre_images(table: HudiTable, split: Split, req: SliceRead, rows: pa.Table, existed: pa.Array) -> pa.Table:
-    """The base-file rows of the keys ``rows`` update (``existed``), as they were before the range."""
-    before = _before_slice(split)
-    base = _base_rows(table, before, req, key_only=False)
-    updated = rows.filter(existed)
-    return base.filter(pc.is_in(req.key_array(base), value_set=req.key_array(updated)))
-
-
-def _base_rows(table: HudiTable, before: FileSlice, req: SliceRead, key_only: bool) -> pa.Table:
-    schema = req.schema
-    if key_only:
-        keep = {RECORD_KEY, *table.config.record_key_fields}
-        schema = pa.schema([f for f in schema if f.name in keep])
-    sub = SliceRead(table, schema, req.max_instant, None, read_optimized=True)
-    rows, _ = read_slice_changes(sub, before, with_deletes=False)
-    return rows
 
 
 def consume(table: HudiTable, ranges: list[SplitRange], schema: pa.Schema, target: pa.Schema, *,

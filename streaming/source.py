@@ -163,6 +163,7 @@ class _DriverState:
         self.target: Cursor | None = None
         self.available_now = False
         self._last_poll = 0.0
+        self._caught_up = False
         self._sig = False
         self.blocked_by: str | None = None
 
@@ -200,9 +201,13 @@ class _DriverState:
         self.store.save(st)
 
     def _poll(self) -> bool:
-        """Plan the next round(s) of instants; True when the state changed."""
+        """Plan the next round(s) of instants; True when the state changed.
+
+        A stream that is behind plans its next round at once; one that has caught up lists the timeline at
+        most every ``POLL_INTERVAL_SECONDS`` (Spark asks for the latest offset on every trigger).
+        """
         now = time.monotonic()
-        if not self.available_now and now - self._last_poll < POLL_INTERVAL_SECONDS:
+        if self._caught_up and not self.available_now and now - self._last_poll < POLL_INTERVAL_SECONDS:
             return False
         self._last_poll = now
         self.table.reload()
@@ -220,7 +225,8 @@ class _DriverState:
                     raise
                 plan = self._recover(e)
             self.blocked_by = plan.blocked_by
-            if plan.cursor == st.cursor:
+            self._caught_up = plan.cursor == st.cursor
+            if self._caught_up:
                 break
             self._append(plan.splits, len(plan.instants))
             st.cursor = plan.cursor

@@ -88,7 +88,7 @@ def run_with_kills(table: Path, work: Path, options: dict, kills: int, seed: int
         assert not driver.errors(), f"run {i}: {driver.errors()[:5]}"
     finish()
     final = Driver(table, work, options, until_caught_up=True)
-    assert final.wait(600) == 0, final.lines[-30:]
+    assert final.wait(600) == 0, (final.errors() or final.lines)[-12:]
 
 
 def check_delivery(table: Path, work: Path) -> None:
@@ -113,27 +113,62 @@ def test_replayed_fixture_table_killed_stream_delivers_each_change_once(name, ki
     check_delivery(table, work)
 
 
-def test_live_writer_with_table_services_killed_stream_delivers_each_change_once(tmp_path):
-    """The project's writer commits upserts and deletes, compacts, cleans and archives while the stream runs."""
+def _live_writer(table: Path, late_share: float, retain_commits: int = 5):
+    """The project's writer with table services: returns (steps written so far, advance)."""
     from hoodie.writer.loadgen import LoadGenerator
 
-    table, work = tmp_path / "table", tmp_path / "work"
-    gen = LoadGenerator(str(table), keys=300, partitions=3, seed=11, batch=40, name="e2e")
-    gen.step()
-    services = {"n": 1}
+    gen = LoadGenerator(str(table), keys=300, partitions=3, seed=11, batch=40, name="e2e", late_share=late_share)
+    steps = [gen.step()]
 
     def advance() -> None:
         for _ in range(2):
-            gen.step()
-            services["n"] += 1
-            n, w = services["n"], gen.writer
+            steps.append(gen.step())
+            n, w = len(steps), gen.writer
             if n % 3 == 0:
                 w.compact()
             if n % 4 == 0:
-                w.clean(retain_commits=5)
+                w.clean(retain_commits=retain_commits)
             if n % 5 == 0:
                 w.archive(keep_active=6)
 
+    return steps, advance
+
+
+def test_live_writer_with_table_services_killed_stream_delivers_each_change_once(tmp_path):
+    """The project's writer commits upserts and deletes, compacts, cleans and archives while the stream runs."""
+    table, work = tmp_path / "table", tmp_path / "work"
+    _, advance = _live_writer(table, late_share=0.1)
     run_with_kills(table, work, {"emitDeletes": "true", "maxRowsPerTrigger": "60"}, 6, 3, advance, advance)
     assert hoodie.HudiTable(str(table)).timeline.archived.instants, "the writer archived nothing"
     check_delivery(table, work)
+
+
+def test_changelog_killed_stream_delivers_each_committed_change_once(tmp_path):
+    """readMode=changelog under kills: exactly the change feed of the writer's steps, pre-images included.
+
+    The expected feed comes from the steps the load generator wrote (keys, ``ts`` versions, commit instants),
+    not from any reader. Batches are cut inside splits (``maxRowsPerTrigger``), so restarts resume mid-split.
+    """
+    table, work = tmp_path / "table", tmp_path / "work"
+    # the cleaner keeps enough slices for a stream that starts late (it may begin in the archived timeline)
+    steps, advance = _live_writer(table, late_share=0.0, retain_commits=12)
+    options = {"readMode": "changelog", "emitDeletes": "true", "maxRowsPerTrigger": "25",
+               "startingInstant": steps[0].instant}
+    run_with_kills(table, work, options, 4, 5, advance, advance)
+    present: dict[str, int] = {}
+    expected = []
+    for s in steps:
+        for r in s.data.to_pylist():
+            key = r["key"]  # key numbers are unique across partitions
+            if s.kind == "delete":
+                if key in present:
+                    expected.append((key, "delete", s.instant, present.pop(key)))
+            else:
+                if key in present:
+                    expected.append((key, "update_preimage", s.instant, present[key]))
+                expected.append((key, "update_postimage" if key in present else "insert", s.instant, r["ts"]))
+                present[key] = r["ts"]
+    rows = delivered(work / "out")
+    got = [(r["key"], r["_change_type"], r["_hoodie_commit_time"], r["ts"]) for r in rows]
+    assert len(got) == len(set(got)), "a change was delivered twice"
+    assert sorted(got) == sorted(expected)

@@ -1,7 +1,8 @@
 """The Spark Python data source ``hudi_streaming``: stream and batch readers over a Hudi table.
 
-Offsets are ``{"rec": r, "seq": s, "v": 1}``: every split with a lower sequence number is delivered, and
-split ``s`` up to record ``r``. The split queue itself lives in the state files (``state/``), written before
+Offsets are ``{"rec": r, "seq": s, "v": 2}``: every split with a lower sequence number is delivered, and
+split ``s`` up to record ``r``. ``v`` names the order of a split's rows that ``r`` counts in (2: untouched base
+rows, updated rows, log-only inserts); an offset inside a split in another order is refused, never misread. The split queue itself lives in the state files (``state/``), written before
 ``latestOffset`` returns an offset that refers to it, because after a crash Spark calls ``partitions(start,
 end)`` for the uncommitted batch in a new process before anything else. ``read()`` runs on executors with
 only the partition and this reader's constructor state, so both are small and picklable.
@@ -40,8 +41,22 @@ def canonical(offset: dict) -> dict:
     return json.loads(json.dumps(offset, sort_keys=True))
 
 
+#: the row order within a split that record offsets count in (see the module docstring)
+OFFSET_VERSION = 2
+
+
 def make_offset(seq: int, rec: int) -> dict:
-    return canonical({"v": 1, "seq": seq, "rec": rec})
+    return canonical({"v": OFFSET_VERSION, "seq": seq, "rec": rec})
+
+
+def _position(offset: dict, location: str) -> tuple[int, int]:
+    """(split sequence, record) of an offset; one that points inside a split in another row order is refused."""
+    seq, rec = int(offset["seq"]), int(offset["rec"])
+    if rec and int(offset.get("v", 1)) != OFFSET_VERSION:
+        raise StateError(f"{location}: the checkpoint's offset {offset} points inside a split whose rows an "
+                         f"earlier version of hudi_streaming ordered differently (offset version "
+                         f"{offset.get('v', 1)}, now {OFFSET_VERSION}); finish the batch with that version first")
+    return seq, rec
 
 
 @dataclass
@@ -253,7 +268,7 @@ class _DriverState:
     def latest_offset(self, start: dict, limit: ReadLimit) -> dict:
         if not self.state.started:
             self._start()
-        seq, rec = int(start["seq"]), int(start["rec"])
+        seq, rec = _position(start, self.opts.state_location)
         if not self.state.pending_from(seq) or (seq == self.state.next_seq):
             self._poll()
         pending = self.state.pending_from(seq)
@@ -271,8 +286,6 @@ class _DriverState:
         rounds: set[int] = set()
         end_seq, end_rec = seq, rec
         for p in pending:
-            if self.target is not None and p.round >= self.state.next_round:
-                break
             skip = rec if p.seq == seq else 0
             left = max(p.split.est_rows - skip, 0)
             new_round = p.round not in rounds
@@ -296,7 +309,7 @@ class _DriverState:
         return make_offset(end_seq, end_rec)
 
     def partitions(self, start: dict, end: dict) -> list[FileGroupPartition]:
-        s_seq, s_rec, e_seq, e_rec = int(start["seq"]), int(start["rec"]), int(end["seq"]), int(end["rec"])
+        (s_seq, s_rec), (e_seq, e_rec) = _position(start, self.opts.state_location), _position(end, self.opts.state_location)
         if (s_seq, s_rec) == (e_seq, e_rec):
             return []
         by_seq = {p.seq: p for p in self.state.splits}

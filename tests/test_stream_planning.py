@@ -119,6 +119,23 @@ def test_restart_replays_the_same_batch(unzip_fixture, tmp_path):
     assert [b for p in again for b in second.read(p)] == rows
 
 
+def test_offset_inside_a_split_of_another_row_order_is_refused(unzip_fixture, tmp_path):
+    """A checkpoint from a version that ordered split rows differently resumes at split boundaries only."""
+    from state import StateError
+    table = _copy(unzip_fixture, V9, tmp_path)
+    reader = make_reader(str(table), str(tmp_path / "state"), maxRowsPerTrigger="5")
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    assert end["rec"] > 0, "the scenario needs a batch that ends inside a split"
+    old = dict(end, v=1)
+    with pytest.raises(StateError, match="ordered differently"):
+        reader.partitions(start, old)
+    with pytest.raises(StateError, match="ordered differently"):
+        reader.latestOffset(old, reader.getDefaultReadLimit())
+    boundary = dict(start, v=1)  # at a split boundary the order does not matter
+    assert reader.partitions(boundary, end) == reader.partitions(start, end)
+
+
 def test_state_of_another_table_is_refused(unzip_fixture, tmp_path):
     from state import StateError
     a = _copy(unzip_fixture, V9, tmp_path / "a")

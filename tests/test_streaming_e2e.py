@@ -88,7 +88,7 @@ def run_with_kills(table: Path, work: Path, options: dict, kills: int, seed: int
         assert not driver.errors(), f"run {i}: {driver.errors()[:5]}"
     finish()
     final = Driver(table, work, options, until_caught_up=True)
-    assert final.wait(600) == 0, (final.errors() or final.lines)[-12:]
+    assert final.wait(600) == 0, (final.errors() or final.lines[-20:])[:10]
 
 
 def check_delivery(table: Path, work: Path) -> None:

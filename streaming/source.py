@@ -179,6 +179,8 @@ class _DriverState:
         self.available_now = False
         self._last_poll = 0.0
         self._caught_up = False
+        #: what the last admitted batch holds (estimates from write stats), for the progress metrics
+        self.last_batch: dict = {}
         self._sig = False
         self.blocked_by: str | None = None
 
@@ -298,6 +300,7 @@ class _DriverState:
                 budget = max_rows - rows
                 if budget > 0 or not taken_any:
                     end_seq, end_rec = p.seq, skip + max(budget, 1)
+                    rows, files = rows + max(budget, 1), files + 1
                 break
             rows += left
             files += 1
@@ -306,6 +309,7 @@ class _DriverState:
                 rounds.add(p.round)
                 instants += p.instants_in_round
             end_seq, end_rec = p.seq + 1, 0
+        self.last_batch = {"splits": files, "rowsEstimate": rows, "bytesEstimate": nbytes, "instants": instants}
         return make_offset(end_seq, end_rec)
 
     def partitions(self, start: dict, end: dict) -> list[FileGroupPartition]:
@@ -346,6 +350,7 @@ class _DriverState:
                           "pendingSplits": len(pending),
                           "pendingRowsEstimate": sum(p.split.est_rows for p in pending),
                           "pendingBytesEstimate": sum(p.split.est_bytes for p in pending),
+                          "lastBatch": self.last_batch,
                           "blockedByPendingInstant": self.blocked_by})
 
 

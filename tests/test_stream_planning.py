@@ -241,3 +241,15 @@ def test_metrics_report_lag_and_backlog(unzip_fixture, tmp_path):
     reader.driver.table.reload()
     m = reader.reportLatestOffset()
     assert m["lagInstants"] == 3 and m["lagSeconds"] > 0 and m["latestInstant"] == reveal.instants[3]
+
+
+def test_metrics_describe_the_admitted_batch(unzip_fixture, tmp_path):
+    table = _copy(unzip_fixture, V9, tmp_path)
+    reader = make_reader(str(table), str(tmp_path / "state"), maxSplitsPerTrigger="2")
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    batch = reader.reportLatestOffset()["lastBatch"]
+    parts = reader.partitions(start, end)
+    assert batch["splits"] == sum(len(p.ranges) for p in parts) == 2
+    assert batch["bytesEstimate"] == sum(r.split.est_bytes for p in parts for r in p.ranges) > 0
+    assert batch["rowsEstimate"] == sum(r.split.est_rows for p in parts for r in p.ranges) > 0

@@ -351,8 +351,34 @@ class _DriverState:
                           "pendingRowsEstimate": sum(p.split.est_rows for p in pending),
                           "pendingBytesEstimate": sum(p.split.est_bytes for p in pending),
                           "lastBatch": self.last_batch,
+                          **self._retention(pending),
                           "blockedByPendingInstant": self.blocked_by})
 
+
+    def _retention(self, pending: list[PlannedSplit]) -> dict:
+        """How close the cleaner is to files this stream still needs (Hudi has no reader lease to hold it off).
+
+        ``retentionHeadroomInstants``: writes the newest clean retained minus writes since the oldest instant
+        a pending split (or the cursor) still reads — at 0 or below, the next clean of the same policy may
+        remove them, and a warning is logged while the data is still there.
+        """
+        retention = self.table.timeline.clean_retention()
+        if retention is None:
+            return {"cleanRetainsFrom": None, "retentionHeadroomInstants": None}
+        retains_from, kept = retention
+        needed = [min(p.split.instants or [p.split.max_instant]) for p in pending]
+        if self.state.cursor is not None:
+            needed.append(self.state.cursor.requested)
+        if not needed:
+            return {"cleanRetainsFrom": retains_from, "retentionHeadroomInstants": None}
+        oldest = min(needed)
+        since = sum(1 for e in self.table.timeline.completed_writes() if e.requested_time >= oldest)
+        headroom = kept - since
+        if headroom <= 0:
+            log.warning("hudi_streaming: %s: the cleaner keeps the last %d writes (from %s); this stream still reads "
+                        "from %s, %d writes back: the next clean may remove files it needs", self.table.url, kept,
+                        retains_from, oldest, since)
+        return {"cleanRetainsFrom": retains_from, "retentionHeadroomInstants": headroom}
 
 def _seconds_between(a: Cursor | None, b: Cursor | None) -> float | None:
     """Time between two instants (completion times where known), from their yyyyMMddHHmmssSSS strings."""

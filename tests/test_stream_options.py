@@ -16,6 +16,7 @@ from hudi import HudiReadOptions, HudiTableBuilder
 
 import hoodie
 from hoodie.writer import create_table
+from monitor.monitor import DataLossError
 from stream_sim import make_reader, resume, run_batches
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
@@ -35,9 +36,9 @@ def _new_table(table: str):
                         max_file_records=4)
 
 
-def _upserts(writer, steps: list[dict[str, str]]) -> list[str]:
-    """One upsert per step ({key: value}, ts = step number); their instants."""
-    return [writer.upsert(pa.table({"id": list(step), "ts": [n] * len(step), "v": list(step.values())},
+def _upserts(writer, steps: list[dict[str, str]], first: int = 0) -> list[str]:
+    """One upsert per step ({key: value}, ts = ``first`` + step number); their instants."""
+    return [writer.upsert(pa.table({"id": list(step), "ts": [first + n] * len(step), "v": list(step.values())},
                                    schema=SCHEMA)) for n, step in enumerate(steps)]
 
 
@@ -125,3 +126,26 @@ def test_mini_batch_size_cuts_record_batches(tmp_path):
     end = reader.latestOffset(reader.initialOffset(), reader.getDefaultReadLimit())
     sizes = [b.num_rows for p in reader.partitions(reader.initialOffset(), end) for b in reader.read(p)]
     assert max(sizes) == 3 and sum(sizes) == len({k for s in STEPS[:2] for k in s})
+
+
+def test_retention_headroom_warns_before_the_cleaner_overtakes_the_stream(tmp_path, caplog):
+    """The cleaner keeps the last N writes; a stream more than N writes behind is warned while its files exist."""
+    table = str(tmp_path / "table")
+    writer = _new_table(table)
+    _upserts(writer, STEPS[:2])
+    reader = make_reader(table, str(tmp_path / "state"))
+    run_batches(reader)
+    assert reader.reportLatestOffset()["retentionHeadroomInstants"] is None  # never cleaned
+    _upserts(writer, STEPS[2:3], first=2)
+    writer.compact()  # new file slices: the older ones become the cleaner's to remove once no kept write needs them
+    _upserts(writer, STEPS[3:5], first=3)
+    assert writer.clean(retain_commits=2) is not None
+    reader.driver.table.reload()
+    m = reader.reportLatestOffset()
+    assert m["cleanRetainsFrom"] is not None
+    # the clean kept the last 2 writes (upserts 4 and 5); the stream's cursor is upsert 2, and from it on there
+    # are 5 writes (upserts 2 and 3, the compaction, upserts 4 and 5): 3 more than the cleaner keeps
+    assert m["retentionHeadroomInstants"] == 2 - 5
+    assert "the next clean may remove files it needs" in caplog.text
+    with pytest.raises(DataLossError, match="no longer readable"):  # and it did: never a silent loss
+        resume(reader)

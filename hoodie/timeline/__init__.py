@@ -112,3 +112,19 @@ class Timeline:
 
     def is_clustering(self, entry: TimelineEntry) -> bool:
         return self.active.is_clustering(entry)
+
+    def clean_retention(self) -> tuple[str, int] | None:
+        """What the newest completed clean kept: (earliest instant to retain, writes retained from it on).
+
+        A reader positioned before that instant may already miss files; with the cleaner's KEEP_LATEST_COMMITS
+        policy the next clean keeps about as many writes again. None when no clean says (never cleaned, or a
+        policy without an earliest instant, such as KEEP_LATEST_FILE_VERSIONS).
+        """
+        cleans = [e for e in self.active.completed() if e.action is Action.CLEAN]
+        if not cleans:
+            return None
+        earliest = (self.active.plan(cleans[-1].requested_time).get("earliestInstantToRetain") or {}).get("timestamp")
+        if not earliest:
+            return None
+        kept = [e for e in self.active.completed_writes() if earliest <= e.requested_time < cleans[-1].requested_time]
+        return earliest, len(kept)

@@ -24,7 +24,7 @@ from hoodie.table import HudiTable
 from hoodie.timeline import Action, TimelineEntry
 
 from .schema_check import check_instant_schema
-from .split import LogRef, Split
+from .split import LogRef, PriorSlice, Split
 
 log = logging.getLogger("hudi_streaming.monitor")
 
@@ -177,7 +177,10 @@ class StreamMonitor:
                 self._check_readable(s, writes)
                 instants = sorted({t for t, _ in writes})
                 est = sum(st.num_writes + st.num_deletes for _, st in writes)
-                splits.append(self.split_of(s, instants, max_instant, est_rows=est))
+                split = self.split_of(s, instants, max_instant, est_rows=est)
+                if s.base_instant in instants:
+                    split = split.model_copy(update={"prior": self._prior(view, s, instants[0])})
+                splits.append(split)
             for (part, file_id), by in sorted(replaced.items()):
                 s = view.merged_slice_of(part, file_id, by)
                 if s is not None:
@@ -282,6 +285,17 @@ class StreamMonitor:
             if name and name not in have and not (s.base_file is not None and s.base_file.instant > instant):
                 raise DataLossError(f"{self.table.url}: file {st.path} written by instant {instant} is gone "
                                     "(cleaned or replaced) before the stream read it")
+
+    def _prior(self, view: FileSystemView, s: FileSlice, first: str) -> PriorSlice | None:
+        """The group's slice as of the last write before ``first``, when the range rewrote its base file."""
+        earlier = [e.requested_time for e in self.table.timeline.completed_writes() if e.requested_time < first]
+        prior = view.merged_slice_of(s.partition, s.file_id, earlier[-1]) if earlier else None
+        if prior is None or prior.base_instant == s.base_instant:
+            return None  # a new file group: nothing came before it
+        return PriorSlice(base_path=prior.base_file.path if prior.base_file else None,
+                          base_size=prior.base_file.size if prior.base_file else 0, base_instant=prior.base_instant,
+                          logs=[LogRef(path=lf.path, size=lf.size) for lf in prior.log_files],
+                          max_instant=earlier[-1])
 
     def split_of(self, s: FileSlice, instants: list[str] | None, max_instant: str, est_rows: int | None) -> Split:
         if est_rows is None:

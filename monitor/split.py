@@ -16,6 +16,19 @@ class LogRef(BaseModel):
     size: int
 
 
+class PriorSlice(BaseModel):
+    """A file group as it was just before a range that rewrote its base file (copy-on-write updates, small-file
+    inserts): where that range's pre-images and its insert/update distinction come from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    base_path: str | None = None
+    base_size: int = 0
+    base_instant: str = ""
+    logs: list[LogRef] = []
+    max_instant: str
+
+
 class Split(BaseModel):
     """One file slice, the instants whose changes it delivers, and the instant it merges up to."""
 
@@ -32,6 +45,8 @@ class Split(BaseModel):
     max_instant: str
     #: the insert-overwrite instant that replaced this file group: every row of the slice is delivered as deleted
     replaced_by: str | None = None
+    #: the slice before the range, when the range wrote a new base file for a group that existed before it
+    prior: PriorSlice | None = None
     est_rows: int = 0
     est_bytes: int = 0
 

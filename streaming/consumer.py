@@ -22,7 +22,7 @@ from hoodie.scanner import InstantRange
 from hoodie.slice_reader import MergeType, SliceRead, align, read_slice_changes
 from hoodie.table import COMMIT_TIME, RECORD_KEY, HudiTable
 from monitor.monitor import DataLossError
-from monitor.split import Split
+from monitor.split import PriorSlice, Split
 
 log = logging.getLogger("hudi_streaming.consumer")
 
@@ -49,26 +49,32 @@ def output_schema(table_schema: pa.Schema, columns: list[str] | None) -> pa.Sche
     return pa.schema(fields + [pa.field(CHANGE_TYPE, pa.string())])
 
 
-def file_slice(split: Split) -> FileSlice:
-    """The file slice exactly as planned (paths and sizes from the split, not from a new listing)."""
+def file_slice(split: Split | PriorSlice, partition: str | None = None, file_id: str | None = None) -> FileSlice:
+    """The file slice exactly as planned (paths and sizes from the split, not from a new listing); a prior
+    slice takes its partition and file id from its split."""
+    partition = split.partition if partition is None else partition
+    file_id = split.file_id if file_id is None else file_id
     base = None
     if split.base_path:
-        name = posixpath.basename(split.base_path)
-        parts = name.split("_")
-        base = BaseFile(split.base_path, split.file_id, parts[1] if len(parts) > 2 else "", split.base_instant,
+        parts = posixpath.basename(split.base_path).split("_")
+        base = BaseFile(split.base_path, file_id, parts[1] if len(parts) > 2 else "", split.base_instant,
                         split.base_size)
     logs = []
     for ref in split.logs:
         parsed = parse_log_file_name(posixpath.basename(ref.path))
-        logs.append(LogFile(ref.path, split.file_id, parsed.instant if parsed else "", parsed.version if parsed else 0,
+        logs.append(LogFile(ref.path, file_id, parsed.instant if parsed else "", parsed.version if parsed else 0,
                             parsed.write_token if parsed else None, ref.size))
-    return FileSlice(split.partition, split.file_id, split.base_instant, base, logs)
+    return FileSlice(partition, file_id, split.base_instant, base, logs)
 
 
 def verify_files(table: HudiTable, split: Split) -> None:
-    """The planned files must still exist with at least the planned sizes."""
-    for path, size in ([(split.base_path, split.base_size)] if split.base_path else []) + \
-            [(r.path, r.size) for r in split.logs]:
+    """The planned files (and those of the prior slice) must still exist with at least the planned sizes."""
+    files = [(split.base_path, split.base_size)] if split.base_path else []
+    files += [(r.path, r.size) for r in split.logs]
+    if split.prior is not None:
+        files += [(split.prior.base_path, split.prior.base_size)] if split.prior.base_path else []
+        files += [(r.path, r.size) for r in split.prior.logs]
+    for path, size in files:
         try:
             actual = table.storage.size(path)
         except FileNotFoundError:
@@ -95,10 +101,13 @@ def split_changes(table: HudiTable, split: Split, schema: pa.Schema, emit_delete
     req = SliceRead(table, columns, split.max_instant, rng, MergeType(merge_type))
     rows, deleted = read_slice_changes(req, file_slice(split), with_deletes=emit_deletes)
     has_deletes = deleted is not None and deleted.num_rows > 0
-    need_values = changelog or has_deletes
+    # a rewritten base file drops deleted keys without a trace: they are found against the prior slice
+    rewrite_deletes = emit_deletes and split.prior is not None
     keys_only = read_schema(table, full, [RECORD_KEY], incremental=True)
-    before = _state_before(split, req if need_values else replace(req, schema=keys_only)) if rows.num_rows \
-        or has_deletes else None
+    before = None
+    if rows.num_rows or has_deletes or rewrite_deletes:
+        need_values = changelog or has_deletes or rewrite_deletes
+        before = _state_before(split, req if need_values else replace(req, schema=keys_only))
     parts = []
     if before is None:
         parts.append(_with_kind(rows, INSERT, schema))
@@ -110,21 +119,46 @@ def split_changes(table: HudiTable, split: Split, schema: pa.Schema, emit_delete
         parts.append(_with_kind(rows, pc.if_else(existed, UPDATE_POST, INSERT), schema))
         if has_deletes:
             deleted = _last_known(req, deleted, before)
+        if rewrite_deletes:
+            gone = _dropped_by_rewrite(split, replace(req, schema=keys_only), before, before_keys)
+            deleted = pa.concat_tables([deleted, gone]) if has_deletes else gone
+            has_deletes = deleted.num_rows > 0
     if has_deletes:
         parts.append(_with_kind(deleted, DELETE, schema))
     return pa.concat_tables(parts)
+
+
+def _dropped_by_rewrite(split: Split, keys: SliceRead, before: pa.Table, before_keys: pa.Array) -> pa.Table:
+    """Rows of the prior slice whose keys the rewritten slice no longer holds, at the rewriting instant."""
+    now = read_slice_changes(replace(keys, instant_range=None), file_slice(split), with_deletes=False)[0]
+    return _at_instant(before.filter(pc.invert(pc.is_in(before_keys, value_set=keys.key_array(now)))),
+                       split.base_instant)
+
+
+def _at_instant(rows: pa.Table, instant: str) -> pa.Table:
+    """``rows`` with ``instant`` as their commit time (the change they are delivered for)."""
+    if COMMIT_TIME not in rows.column_names:
+        return rows
+    idx = rows.schema.get_field_index(COMMIT_TIME)
+    return rows.set_column(idx, rows.schema.field(idx), pa.repeat(pa.scalar(instant), rows.num_rows))
 
 
 def _state_before(split: Split, req: SliceRead) -> pa.Table | None:
     """The file group as it was just before the split's range: its base file, unless the range wrote it, merged
     with the log blocks of instants outside the range (all older: the range holds the newest instants).
 
-    None for a snapshot split (nothing came before) and when the range rewrote the base file (a new file
-    group, or a copy-on-write rewrite whose earlier file slice the split does not name: its rows count as
-    inserts).
+    When the range wrote a new base file, the state before is the split's prior slice (the planner names it:
+    copy-on-write updates, inserts into small files), or nothing for a new file group. None for a snapshot
+    split (nothing came before) and for a new file group.
     """
-    if split.instants is None or (split.base_path is not None and split.base_instant in split.instants):
+    if split.instants is None:
         return None
+    if split.base_path is not None and split.base_instant in split.instants:
+        if split.prior is None:
+            return None
+        before = SliceRead(req.table, req.schema, split.prior.max_instant, None, req.merge_type)
+        return read_slice_changes(before, file_slice(split.prior, split.partition, split.file_id),
+                                  with_deletes=False)[0]
     before = SliceRead(req.table, req.schema, split.max_instant, None, req.merge_type,
                        without_instants=frozenset(split.instants))
     return read_slice_changes(before, file_slice(split), with_deletes=False)[0]
@@ -162,10 +196,7 @@ def _replaced_rows(table: HudiTable, split: Split, read_schema: pa.Schema, schem
     """Every row of a file group an insert overwrite replaced, as a delete at the replacing instant."""
     rows = read_slice_changes(SliceRead(table, read_schema, split.max_instant), file_slice(split),
                               with_deletes=False)[0]
-    if COMMIT_TIME in rows.column_names:
-        idx = rows.schema.get_field_index(COMMIT_TIME)
-        rows = rows.set_column(idx, rows.schema.field(idx), pa.repeat(pa.scalar(split.replaced_by), rows.num_rows))
-    return _with_kind(rows, DELETE, schema)
+    return _with_kind(_at_instant(rows, split.replaced_by), DELETE, schema)
 
 
 def _with_kind(rows: pa.Table, kinds: str | pa.Array, schema: pa.Schema) -> pa.Table:

@@ -50,10 +50,12 @@ def _expected(ops) -> list[tuple]:
     return out
 
 
-@pytest.mark.parametrize("version", [9, 6])
-def test_changelog_delivers_each_change_once_with_pre_images(version, tmp_path):
+@pytest.mark.parametrize("version,table_type", [(9, "MERGE_ON_READ"), (6, "MERGE_ON_READ"), (9, "COPY_ON_WRITE"),
+                                                (6, "COPY_ON_WRITE")])
+def test_changelog_delivers_each_change_once_with_pre_images(version, table_type, tmp_path):
+    """On copy-on-write tables every update rewrites the base file: the earlier state is the prior slice."""
     table = str(tmp_path / "table")
-    w = create_table(table, "changes", SCHEMA, "id", [], "ts", table_type="MERGE_ON_READ", version=version)
+    w = create_table(table, "changes", SCHEMA, "id", [], "ts", table_type=table_type, version=version)
     reader = None
     delivered, instant_step = [], {}
     for step, (op, items) in enumerate(SCENARIO):
@@ -62,6 +64,8 @@ def test_changelog_delivers_each_change_once_with_pre_images(version, tmp_path):
                                          "v": [v for _, v in items]}, schema=SCHEMA))
         elif op == "delete":
             instant = w.delete(pa.table({"id": items}))
+        elif table_type == "COPY_ON_WRITE":
+            continue  # nothing to compact
         else:
             instant = w.compact()
             assert instant is not None, "the scenario needs a real compaction"

@@ -38,7 +38,8 @@ def _apply(rows):
     return apply_upserts(rows)
 
 
-@pytest.mark.parametrize("name", [V9, V6, "mor_parquet__v6_nonpartitioned_rollback", "mor_avro__v8_mor_boundary_windows"])
+@pytest.mark.parametrize("name", [V9, V6, "mor_parquet__v6_nonpartitioned_rollback", "mor_avro__v8_mor_boundary_windows",
+                                  "cow__v9_txns_simple_meta", "cow__v6_simplekeygen_nonhivestyle_overwritetable"])
 def test_earliest_then_increments_rebuild_the_table(name, unzip_fixture, tmp_path):
     table = _copy(unzip_fixture, name, tmp_path)
     reveal = TimelineReveal(table, tmp_path / "hidden")

@@ -10,6 +10,7 @@ wrote, restricted by the partition filter, in (partition, file id) order.
 """
 from __future__ import annotations
 
+import bisect
 import logging
 import posixpath
 from dataclasses import dataclass, field
@@ -169,6 +170,7 @@ class StreamMonitor:
             max_instant = max(e.requested_time for e in batch)
             view = self._view_of_groups(set(touched) | set(replaced))
             found = set()
+            written: list[str] | None = None  # requested times of completed writes, for prior slices
             for s in view.latest_merged_slices(max_instant):
                 writes = touched.get((s.partition, s.file_id))
                 if not writes:
@@ -179,7 +181,9 @@ class StreamMonitor:
                 est = sum(st.num_writes + st.num_deletes for _, st in writes)
                 split = self.split_of(s, instants, max_instant, est_rows=est)
                 if s.base_instant in instants:
-                    split = split.model_copy(update={"prior": self._prior(view, s, instants[0])})
+                    if written is None:
+                        written = [e.requested_time for e in tl.completed_writes()]
+                    split = split.model_copy(update={"prior": self._prior(view, s, written, instants[0])})
                 splits.append(split)
             for (part, file_id), by in sorted(replaced.items()):
                 s = view.merged_slice_of(part, file_id, by)
@@ -286,16 +290,17 @@ class StreamMonitor:
                 raise DataLossError(f"{self.table.url}: file {st.path} written by instant {instant} is gone "
                                     "(cleaned or replaced) before the stream read it")
 
-    def _prior(self, view: FileSystemView, s: FileSlice, first: str) -> PriorSlice | None:
-        """The group's slice as of the last write before ``first``, when the range rewrote its base file."""
-        earlier = [e.requested_time for e in self.table.timeline.completed_writes() if e.requested_time < first]
-        prior = view.merged_slice_of(s.partition, s.file_id, earlier[-1]) if earlier else None
+    def _prior(self, view: FileSystemView, s: FileSlice, written: list[str], first: str) -> PriorSlice | None:
+        """The group's slice as of the last write before ``first`` (``written``: sorted requested times of the
+        completed writes), when the range rewrote its base file."""
+        i = bisect.bisect_left(written, first)
+        prior = view.merged_slice_of(s.partition, s.file_id, written[i - 1]) if i else None
         if prior is None or prior.base_instant == s.base_instant:
             return None  # a new file group: nothing came before it
         return PriorSlice(base_path=prior.base_file.path if prior.base_file else None,
                           base_size=prior.base_file.size if prior.base_file else 0, base_instant=prior.base_instant,
                           logs=[LogRef(path=lf.path, size=lf.size) for lf in prior.log_files],
-                          max_instant=earlier[-1])
+                          max_instant=written[i - 1])
 
     def split_of(self, s: FileSlice, instants: list[str] | None, max_instant: str, est_rows: int | None) -> Split:
         if est_rows is None:

@@ -19,20 +19,27 @@ OPERATION = "_hoodie_operation"
 
 
 class HudiTable:
-    """Entry point to one table. Cheap to create; the timeline is loaded once, refresh with :meth:`reload`."""
+    """Entry point to one table. Cheap to create: the timeline is loaded on first use (a stream's executors read
+    planned file slices without it), then kept until :meth:`reload`."""
 
     def __init__(self, url: str, storage_options: dict | None = None):
         self.storage = Storage(url, storage_options)
         self.config: TableConfig = load_table_config(self.storage)
-        self.timeline = Timeline.load(self.storage, self.config)
+        self._timeline: Timeline | None = None
         self._listing: list[FileInfo] | None = None
 
     @property
     def url(self) -> str:
         return self.storage.url
 
+    @property
+    def timeline(self) -> Timeline:
+        if self._timeline is None:
+            self._timeline = Timeline.load(self.storage, self.config)
+        return self._timeline
+
     def reload(self) -> "HudiTable":
-        self.timeline = Timeline.load(self.storage, self.config, previous=self.timeline)
+        self._timeline = Timeline.load(self.storage, self.config, previous=self._timeline)
         self._listing = None
         return self
 

@@ -85,16 +85,21 @@ def verify_files(table: HudiTable, split: Split) -> None:
             raise DataLossError(f"{table.url}: {path} shrank from {size} to {actual} bytes since it was planned")
 
 
-def split_changes(table: HudiTable, split: Split, schema: pa.Schema, emit_deletes: bool,
+def read_columns(table: HudiTable, schema: pa.Schema) -> pa.Schema:
+    """The columns to read for output ``schema``: its table columns plus what merging needs (the driver works
+    it out from the timeline, so executors read planned slices without loading it)."""
+    return read_schema(table, table.arrow_schema(), schema.names, incremental=True)
+
+
+def split_changes(table: HudiTable, split: Split, schema: pa.Schema, columns: pa.Schema, emit_deletes: bool,
                   changelog: bool = False, merge_type: str = "payload_combine") -> pa.Table:
-    """Every change a split delivers, in a fixed order: pre-images, upserts, then deletes.
+    """Every change a split delivers (``columns`` read, see :func:`read_columns`), in a fixed order:
+    pre-images, upserts, then deletes.
 
     A row is an update when its key was in the file group before the range, an insert otherwise; pre-images
     and the values of deleted keys come from that earlier state (see :func:`_state_before`).
     """
     verify_files(table, split)
-    full = table.arrow_schema()
-    columns = read_schema(table, full, schema.names, incremental=True)
     if split.replaced_by is not None:
         return _replaced_rows(table, split, columns, schema) if emit_deletes else schema.empty_table()
     rng = InstantRange(instants=frozenset(split.instants)) if split.instants is not None else None
@@ -103,7 +108,7 @@ def split_changes(table: HudiTable, split: Split, schema: pa.Schema, emit_delete
     has_deletes = deleted is not None and deleted.num_rows > 0
     # a rewritten base file drops deleted keys without a trace: they are found against the prior slice
     rewrite_deletes = emit_deletes and split.prior is not None
-    keys_only = read_schema(table, full, [RECORD_KEY], incremental=True)
+    keys_only = read_schema(table, columns, [RECORD_KEY], incremental=True)
     before = None
     if rows.num_rows or has_deletes or rewrite_deletes:
         need_values = changelog or has_deletes or rewrite_deletes
@@ -206,11 +211,11 @@ def _with_kind(rows: pa.Table, kinds: str | pa.Array, schema: pa.Schema) -> pa.T
     return align(rows.append_column(CHANGE_TYPE, kinds), schema)
 
 
-def consume(table: HudiTable, ranges: list[SplitRange], schema: pa.Schema, target: pa.Schema, *,
-            emit_deletes: bool, changelog: bool, merge_type: str, mini_batch: int) -> Iterator[pa.RecordBatch]:
+def consume(table: HudiTable, ranges: list[SplitRange], schema: pa.Schema, columns: pa.Schema, target: pa.Schema,
+            *, emit_deletes: bool, changelog: bool, merge_type: str, mini_batch: int) -> Iterator[pa.RecordBatch]:
     """Record batches of at most ``mini_batch`` rows for each range, in order, cast to ``target``."""
     for r in ranges:
-        changes = split_changes(table, r.split, schema, emit_deletes, changelog, merge_type)
+        changes = split_changes(table, r.split, schema, columns, emit_deletes, changelog, merge_type)
         stop = changes.num_rows if r.stop is None else min(r.stop, changes.num_rows)
         if r.skip >= stop:
             continue

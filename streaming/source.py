@@ -16,6 +16,7 @@ import signal
 import time
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxFiles, ReadMaxRows,
@@ -27,7 +28,7 @@ from hoodie.table import HudiTable
 from monitor.monitor import Cursor, DataLossError, MonitorOptions, Plan, StreamMonitor
 from state import PlannedSplit, StateError, StateStore, StreamState
 
-from .consumer import SplitRange, consume, output_schema
+from .consumer import SplitRange, consume, output_schema, read_columns
 from .options import OptionError, ReadMode, SourceOptions, parse_options
 
 log = logging.getLogger("hudi_streaming.source")
@@ -61,9 +62,11 @@ def _position(offset: dict, location: str) -> tuple[int, int]:
 
 @dataclass
 class FileGroupPartition(InputPartition):
-    """All ranges of one file group in a batch, in sequence order (keeps per-key order within one task)."""
+    """All ranges of one file group in a batch, in sequence order (keeps per-key order within one task), and
+    the columns to read (see ``read_columns``)."""
 
     ranges: list[SplitRange]
+    columns: pa.Schema
 
 
 def _arrow_schema(opts: SourceOptions):
@@ -155,7 +158,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         table = HudiTable(o.path, o.storage or None)
         # the query's schema, fixed at its start: later added columns are left out, widened ones cast back
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
-        yield from consume(table, partition.ranges, target, target, emit_deletes=o.emit_deletes,
+        yield from consume(table, partition.ranges, target, partition.columns, target, emit_deletes=o.emit_deletes,
                            changelog=o.read_mode is ReadMode.CHANGELOG, merge_type=o.merge_type,
                            mini_batch=o.mini_batch_size)
 
@@ -163,8 +166,10 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 class _DriverState:
     """The runner-process side of the stream: monitor, state store, and the offset arithmetic."""
 
-    def __init__(self, opts: SourceOptions, reference_schema):
+    def __init__(self, opts: SourceOptions, reference_schema: pa.Schema):
         self.opts = opts
+        #: the query's output schema, fixed when it started
+        self.output = reference_schema
         self.table = HudiTable(opts.path, opts.storage or None)
         self.store = StateStore(opts.state_location, opts.storage or None)
         self.state: StreamState | None = self.store.load(self.table.url, self.table.config.name)
@@ -327,7 +332,8 @@ class _DriverState:
             skip = s_rec if seq == s_seq else 0
             stop = e_rec if seq == e_seq else None
             groups.setdefault(p.split.group, []).append(SplitRange(p.split, skip, stop))
-        return [FileGroupPartition(r) for _, r in sorted(groups.items())]
+        columns = read_columns(self.table, self.output)
+        return [FileGroupPartition(r, columns) for _, r in sorted(groups.items())]
 
     def commit(self, end: dict) -> None:
         e_seq = int(end["seq"])
@@ -424,12 +430,12 @@ class HudiBatchReader(DataSourceReader):
         instants = incremental_instants(table, start, o.ending_instant) if start or o.ending_instant else None
         mon = StreamMonitor(table, MonitorOptions())
         splits = [mon.split_of(s, instants, max_instant, est_rows=0) for s in slices]
-        return [FileGroupPartition([SplitRange(s, 0, None)]) for s in splits] or [FileGroupPartition([])]
+        columns = read_columns(table, to_arrow_schema(self.spark_schema, timezone="UTC"))
+        return [FileGroupPartition([SplitRange(s, 0, None)], columns) for s in splits] or \
+            [FileGroupPartition([], columns)]
 
     def read(self, partition: FileGroupPartition):
         o = self.opts
-        table = HudiTable(o.path, o.storage or None)
-        schema = output_schema(table.arrow_schema(), o.columns)
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
-        yield from consume(table, partition.ranges, schema, target, emit_deletes=False, changelog=False,
-                           merge_type=o.merge_type, mini_batch=o.mini_batch_size)
+        yield from consume(HudiTable(o.path, o.storage or None), partition.ranges, target, partition.columns, target,
+                           emit_deletes=False, changelog=False, merge_type=o.merge_type, mini_batch=o.mini_batch_size)

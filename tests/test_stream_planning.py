@@ -254,3 +254,21 @@ def test_metrics_describe_the_admitted_batch(unzip_fixture, tmp_path):
     assert batch["splits"] == sum(len(p.ranges) for p in parts) == 2
     assert batch["bytesEstimate"] == sum(r.split.est_bytes for p in parts for r in p.ranges) > 0
     assert batch["rowsEstimate"] == sum(r.split.est_rows for p in parts for r in p.ranges) > 0
+
+
+def test_executors_read_planned_splits_without_the_timeline(unzip_fixture, tmp_path, monkeypatch):
+    """v8/v9 splits name their exact files and the driver ships the read columns: a task lists no timeline
+    (on object stores a listing per task would cost more than reading a small split)."""
+    from hoodie.timeline import Timeline
+    table = _copy(unzip_fixture, V9, tmp_path)
+    reader = make_reader(str(table), str(tmp_path / "state"), emitDeletes="true")
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    parts = reader.partitions(start, end)
+    expected = [b for p in parts for b in reader.read(p)]
+
+    def no_timeline(*args, **kwargs):
+        raise AssertionError("an executor loaded the timeline")
+
+    monkeypatch.setattr(Timeline, "load", no_timeline)
+    assert [b for p in parts for b in reader.read(p)] == expected

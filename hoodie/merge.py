@@ -45,7 +45,8 @@ class LogRecords:
     ``ordering`` holds the ordering value(s) with nulls replaced by the type's default; ``is_delete`` marks
     deletes (delete blocks, ``_hoodie_is_deleted``, ``_hoodie_operation`` D/-U); ``commit_time_delete`` marks
     deletes carrying the default ordering value; ``from_delete_block`` marks empty-payload deletes (v6);
-    ``absent`` maps a column to the rows whose block did not carry it (partial updates).
+    ``absent`` maps a column to the rows whose block did not carry it (partial updates); ``instants`` holds
+    each record's block instant.
     """
 
     table: pa.Table
@@ -55,9 +56,22 @@ class LogRecords:
     commit_time_delete: np.ndarray
     from_delete_block: np.ndarray
     absent: dict[str, np.ndarray] = field(default_factory=dict)
+    instants: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.table.num_rows
+
+    def where(self, keep: np.ndarray) -> "LogRecords | None":
+        """The records where ``keep`` is true, in order (None when none is)."""
+        if not keep.any():
+            return None
+        mask = pa.array(keep)
+        return LogRecords(table=self.table.filter(mask), keys=self.keys.filter(mask),
+                          ordering=[o.filter(mask) for o in self.ordering], is_delete=self.is_delete[keep],
+                          commit_time_delete=self.commit_time_delete[keep],
+                          from_delete_block=self.from_delete_block[keep],
+                          absent={c: m[keep] for c, m in self.absent.items()},
+                          instants=None if self.instants is None else self.instants[keep])
 
 
 @dataclass

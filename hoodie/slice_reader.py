@@ -93,6 +93,26 @@ def read_slice(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None) ->
 def read_slice_changes(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None,
                        with_deletes: bool = True) -> tuple[pa.Table, pa.Table | None]:
     """Rows of the slice and, with ``with_deletes``, the keys deleted in range with their last known values."""
+    rows, deleted, _ = _read(req, fs, stats, with_deletes, before=False)
+    return rows, deleted
+
+
+def read_slice_and_before(req: SliceRead, fs: FileSlice,
+                          with_deletes: bool = True) -> tuple[pa.Table, pa.Table | None, pa.Table]:
+    """:func:`read_slice_changes` plus the earlier state of the keys the range changed: the slice as it was
+    before the range's instants (its base file merged with the log blocks of every other instant), restricted
+    to those keys, from the same base rows and decoded blocks.
+
+    Only for table v8+ incremental reads, which merge every block up to the upper bound anyway (v6 reads decode
+    just the range's blocks), and for slices whose base file the range did not write.
+    """
+    if req.table.config.version < 8 or req.instant_range is None or req.instant_range.instants is None:
+        raise ValueError("read_slice_and_before needs a table v8+ read of an explicit set of instants")
+    return _read(req, fs, None, with_deletes, before=True)
+
+
+def _read(req: SliceRead, fs: FileSlice, stats: ScanStats | None, with_deletes: bool,
+          before: bool) -> tuple[pa.Table, pa.Table | None, pa.Table | None]:
     storage = req.table.storage
     empty = req.schema.empty_table()
     base = None
@@ -101,23 +121,39 @@ def read_slice_changes(req: SliceRead, fs: FileSlice, stats: ScanStats | None = 
         present = [c for c in req.schema.names if c in pf.schema_arrow.names]
         base = align(pf.read(columns=present), req.schema)
     if req.read_optimized or not fs.log_files:
-        return _filter_range(req, base if base is not None else empty), (empty if with_deletes else None)
+        rows = base if base is not None else empty
+        return _filter_range(req, rows), (empty if with_deletes else None), (rows if before else None)
     cfg = req.table.config
     is_committed = req.table.timeline.is_committed if cfg.version < 8 else None
     blocks = scan_blocks(storage, [(lf.path, lf.size) for lf in fs.log_files], req.max_instant, is_committed,
                          req.instant_range if cfg.version < 8 else None, stats, req.without_instants)
     log = _log_records(req, blocks, stats)
-    deleted = empty if with_deletes else None
-    if req.merge_type is MergeType.SKIP_MERGE:
-        parts = [t for t in (base, log.table.filter(pa.array(~log.is_delete)) if log else None) if t is not None]
-        out = pa.concat_tables(parts) if parts else empty
-    elif log is None:
-        out = base if base is not None else empty
-    else:
-        out, deleted = merge_with_base(base, req.key_array(base) if base is not None else None,
-                                       req.ordering_arrays(base) if base is not None else None, log,
-                                       merge_rules(cfg), with_deletes)
-    return _filter_range(req, out), (_filter_range(req, deleted) if deleted is not None else None)
+    rules = merge_rules(cfg)
+
+    def combine(base: pa.Table | None, records: LogRecords | None,
+                deletes: bool) -> tuple[pa.Table, pa.Table | None]:
+        if req.merge_type is MergeType.SKIP_MERGE:
+            parts = [t for t in (base, records.table.filter(pa.array(~records.is_delete)) if records else None)
+                     if t is not None]
+            return (pa.concat_tables(parts) if parts else empty), (empty if deletes else None)
+        if records is None:
+            return (base if base is not None else empty), (empty if deletes else None)
+        return merge_with_base(base, req.key_array(base) if base is not None else None,
+                               req.ordering_arrays(base) if base is not None else None, records, rules, deletes)
+
+    out, deleted = combine(base, log, with_deletes)
+    out, deleted = _filter_range(req, out), (_filter_range(req, deleted) if deleted is not None else None)
+    if not before:
+        return out, deleted, None
+    # the earlier state of just the keys the range changed: base rows and older records of those keys
+    changed = pa.concat_arrays([req.key_array(t) for t in (out, deleted) if t is not None and t.num_rows]
+                               or [pa.array([], pa.string())])
+    prior_base = base.filter(pc.is_in(req.key_array(base), value_set=changed)) if base is not None else None
+    earlier = None
+    if log is not None:
+        keep = ~np.isin(log.instants, list(req.instant_range.instants))
+        earlier = log.where(keep & pc.is_in(log.keys, value_set=changed).to_numpy(zero_copy_only=False))
+    return out, deleted, combine(prior_base, earlier, False)[0]
 
 
 def _filter_range(req: SliceRead, t: pa.Table) -> pa.Table:
@@ -142,6 +178,7 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
     buffer = SpillBuffer(req.memory_budget)
     keys, ordering, is_delete, ctd, from_block, absent_cols = [], [], [], [], [], {}
     partial_rows: list[tuple[int, int, set[str]]] = []
+    sizes = []
     offset = 0
     for block in blocks:
         if block.type is BlockType.DELETE:
@@ -160,6 +197,7 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
         ordering.append(req.ordering_arrays(t))
         is_delete.append(d)
         ctd.append(c)
+        sizes.append(t.num_rows)
         offset += t.num_rows
     table = buffer.table()
     if table is None:
@@ -175,7 +213,8 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
     return LogRecords(table=table, keys=pa.concat_arrays(keys),
                       ordering=[pa.concat_arrays(list(cols)) for cols in zip(*ordering)],
                       is_delete=np.concatenate(is_delete), commit_time_delete=np.concatenate(ctd),
-                      from_delete_block=np.concatenate(from_block), absent=absent_cols)
+                      from_delete_block=np.concatenate(from_block), absent=absent_cols,
+                      instants=np.repeat(np.array([b.instant_time for b in blocks], dtype=object), sizes))
 
 
 def _deleted_flags(t: pa.Table) -> np.ndarray:

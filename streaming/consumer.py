@@ -19,7 +19,7 @@ from hoodie.fs_view import BaseFile, FileSlice, LogFile
 from hoodie.read import read_schema
 from hoodie.logfile.format import parse_log_file_name
 from hoodie.scanner import InstantRange
-from hoodie.slice_reader import MergeType, SliceRead, align, read_slice_changes
+from hoodie.slice_reader import MergeType, SliceRead, align, read_slice_and_before, read_slice_changes
 from hoodie.table import COMMIT_TIME, RECORD_KEY, HudiTable
 from monitor.monitor import DataLossError
 from monitor.split import PriorSlice, Split
@@ -104,15 +104,21 @@ def split_changes(table: HudiTable, split: Split, schema: pa.Schema, columns: pa
         return _replaced_rows(table, split, columns, schema) if emit_deletes else schema.empty_table()
     rng = InstantRange(instants=frozenset(split.instants)) if split.instants is not None else None
     req = SliceRead(table, columns, split.max_instant, rng, MergeType(merge_type))
-    rows, deleted = read_slice_changes(req, file_slice(split), with_deletes=emit_deletes)
+    keys_only = read_schema(table, columns, [RECORD_KEY], incremental=True)
+    # v8+ incremental reads decode every block of the slice anyway: the earlier state comes from the same pass
+    shared = split.instants is not None and table.config.version >= 8 and not _rewrote_base(split)
+    if shared:
+        rows, deleted, before = read_slice_and_before(req, file_slice(split), with_deletes=emit_deletes)
+    else:
+        rows, deleted = read_slice_changes(req, file_slice(split), with_deletes=emit_deletes)
     has_deletes = deleted is not None and deleted.num_rows > 0
     # a rewritten base file drops deleted keys without a trace: they are found against the prior slice
     rewrite_deletes = emit_deletes and split.prior is not None
-    keys_only = read_schema(table, columns, [RECORD_KEY], incremental=True)
-    before = None
-    if rows.num_rows or has_deletes or rewrite_deletes:
-        need_values = changelog or has_deletes or rewrite_deletes
-        before = _state_before(split, req if need_values else replace(req, schema=keys_only))
+    if not shared:
+        before = None
+        if rows.num_rows or has_deletes or rewrite_deletes:
+            need_values = changelog or has_deletes or rewrite_deletes
+            before = _state_before(split, req if need_values else replace(req, schema=keys_only))
     parts = []
     if before is None:
         parts.append(_with_kind(rows, INSERT, schema))
@@ -131,6 +137,10 @@ def split_changes(table: HudiTable, split: Split, schema: pa.Schema, columns: pa
     if has_deletes:
         parts.append(_with_kind(deleted, DELETE, schema))
     return pa.concat_tables(parts)
+
+
+def _rewrote_base(split: Split) -> bool:
+    return split.base_path is not None and split.instants is not None and split.base_instant in split.instants
 
 
 def _dropped_by_rewrite(split: Split, keys: SliceRead, before: pa.Table, before_keys: pa.Array) -> pa.Table:
@@ -158,7 +168,7 @@ def _state_before(split: Split, req: SliceRead) -> pa.Table | None:
     """
     if split.instants is None:
         return None
-    if split.base_path is not None and split.base_instant in split.instants:
+    if _rewrote_base(split):
         if split.prior is None:
             return None
         before = SliceRead(req.table, req.schema, split.prior.max_instant, None, req.merge_type)

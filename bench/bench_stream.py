@@ -126,12 +126,6 @@ def main() -> None:
     spark.dataSource.register(HudiStreamingDataSource)
     base_files = sorted(glob.glob(f"{table}/**/*.parquet", recursive=True))
 
-    def parquet_run() -> tuple[float, int]:
-        t0 = time.perf_counter()
-        df = spark.read.parquet(*base_files)
-        df.write.format("noop").mode("overwrite").save()
-        return time.perf_counter() - t0, args.rows
-
     def stream_run(fmt: str, i: int) -> tuple[float, int, float]:
         for d in (f"state{i}", f"ck{i}"):
             shutil.rmtree(work / d, ignore_errors=True)

@@ -74,16 +74,25 @@ class StateStore:
         return sorted(out)
 
     def load(self, table_url: str, table_name: str) -> StreamState | None:
-        """The newest valid state, or None when the location holds none yet."""
+        """The newest valid state of this table, or None when the location holds none yet."""
+        state = self.newest()
+        if state is not None and (state.table_name != table_name
+                                  or state.table_url.rstrip("/") != table_url.rstrip("/")):
+            raise StateError(f"{self.location}/state-{self.version:012d}.json: belongs to table {state.table_name} "
+                             f"at {state.table_url}, not {table_name} at {table_url}; use a separate stateLocation "
+                             "per stream")
+        return state
+
+    def newest(self) -> StreamState | None:
+        """The newest state, whatever its table (inspection), or None when the location holds none yet."""
         versions = self._versions()
         if not versions:
             return None
-        newest = versions[-1]
-        state = self._read(newest, table_url, table_name)
-        self.version = newest
+        state = self._read(versions[-1])
+        self.version = versions[-1]
         return state
 
-    def _read(self, version: int, table_url: str, table_name: str) -> StreamState:
+    def _read(self, version: int) -> StreamState:
         name = f"state-{version:012d}.json"
         where = f"{self.location}/{name}"
         raw = self.storage.read_bytes(name)
@@ -101,9 +110,6 @@ class StateStore:
             state = StreamState.model_validate(body)
         except ValidationError as e:
             raise StateError(f"{where}: invalid state ({e.errors()[0]['msg']})") from None
-        if state.table_name != table_name or state.table_url.rstrip("/") != table_url.rstrip("/"):
-            raise StateError(f"{where}: belongs to table {state.table_name} at {state.table_url}, "
-                             f"not {table_name} at {table_url}; use a separate stateLocation per stream")
         return state
 
     def save(self, state: StreamState) -> None:

@@ -1,4 +1,5 @@
-"""``hudi-streaming``: look inside Hudi tables and log files, read them, and run the demo.
+"""``hudi-streaming``: look inside Hudi tables, log files and a stream's checkpoint state, read tables, and
+run the demo.
 
 The tool exists because a Hudi table cannot be understood from a file listing: which instant is a
 compaction, which files form a slice, and what a log file holds (avro-tools cannot read Hudi log files) are
@@ -30,6 +31,8 @@ from hoodie.logfile.reader import iter_blocks
 from hoodie.read import read_table
 from hoodie.table import HudiTable
 from hoodie.timeline import Action
+from monitor.monitor import MonitorOptions, StreamMonitor
+from state import StateStore
 
 USER_ERROR, INTERNAL_ERROR = 2, 1
 #: Widest cell of record listings; longer values end in "…" so a row stays on one screen line.
@@ -315,6 +318,48 @@ def _count(text: str) -> int:
     return n
 
 
+def show_state(location: str, *, limit: int | None = None) -> None:
+    """Print a stream's checkpoint state: where it is, how far behind the table, and the splits it has planned
+    but not yet committed (what a restarted query delivers first)."""
+    state = StateStore(location).newest()
+    if state is None:
+        raise UserError(f"{location}: no hudi-streaming state files here (is it the stream's stateLocation?)")
+    pending = state.pending_from(state.committed_seq)
+    behind = "-"
+    try:
+        table = HudiTable(state.table_url)
+        monitor = StreamMonitor(table, MonitorOptions())
+        after, _ = monitor.completed_after(state.cursor)
+        behind = (f"{_plural(len(after), 'completed instant')} (newest {after[-1].requested_time})" if after
+                  else "none: caught up")
+    except (HoodieError, OSError) as e:
+        behind = f"unknown: the table does not open ({e})"
+    cursor = state.cursor
+    print(format_table([
+        ("table", f"{state.table_name} at {state.table_url}"),
+        ("cursor", "- (nothing planned yet)" if cursor is None else
+         cursor.requested + (f" (completed {cursor.completion})" if cursor.completion else "")),
+        ("instants after the cursor", behind),
+        ("splits", f"{state.committed_seq} committed, {len(pending)} planned and not committed "
+                   f"(next sequence {state.next_seq})"),
+        ("pending estimate", f"{sum(p.split.est_rows for p in pending):,} rows, "
+                             f"{_human_size(sum(p.split.est_bytes for p in pending))}"),
+    ]))
+    shown, hidden = _limited(pending, limit)
+    if shown:
+        print("\nPlanned splits not yet committed:")
+        print(format_table(
+            [(p.seq, p.round, p.split.partition or "-", p.split.file_id,
+              "snapshot" if p.split.instants is None else ", ".join(p.split.instants[:2])
+              + (f" (+{len(p.split.instants) - 2})" if len(p.split.instants) > 2 else ""),
+              p.split.est_rows, _human_size(p.split.est_bytes),
+              f"deletes (replaced by {p.split.replaced_by})" if p.split.replaced_by else "")
+             for p in shown],
+            ["seq", "round", "partition", "file id", "instants", "rows (est.)", "size", "note"]))
+    if hidden:
+        print(f"({hidden} more splits not shown; --limit {limit})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="hudi-streaming", description="Inspect and read Apache Hudi tables; run the demo.")
     p.add_argument("--verbose", "-v", action="store_true", help="tracebacks and format-layer log messages")
@@ -343,6 +388,10 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("--end", metavar="T", help="incremental: up to T (inclusive)")
     rd.add_argument("--limit", type=_count, default=20, metavar="N", help="rows to print (default 20)")
 
+    st = sub.add_parser("state", parents=[common], help="show a stream's checkpoint state (its stateLocation)")
+    st.add_argument("location", metavar="STATE_LOCATION")
+    st.add_argument("--limit", type=_count, metavar="N", help="show only the first N planned splits")
+
     dm = sub.add_parser("demo", parents=[common],
                         help="stream a live table with local Spark while a load generator writes it")
     dm.add_argument("--commits", type=_count, default=12, metavar="N", help="commits to write (default 12)")
@@ -366,6 +415,8 @@ def _run(args: argparse.Namespace) -> None:
     elif args.command == "read":
         columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
         read(args.table_url, columns=columns, as_of=args.as_of, start=args.start, end=args.end, limit=args.limit)
+    elif args.command == "state":
+        show_state(args.location, limit=args.limit)
     elif args.command == "demo":
         demo(args.commits, args.keys)
 

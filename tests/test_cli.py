@@ -316,3 +316,28 @@ def test_format_table_aligns_numbers_right_and_cuts_long_cells():
         "a       5  -",
         "bbbb  100  xxxxxxx…",
     ]
+
+
+def test_state_shows_cursor_lag_and_uncommitted_splits(unzip_fixture, tmp_path, capsys):
+    """A batch planned but not committed (the query died): the state names its splits and the table's lag."""
+    import shutil
+
+    from stream_sim import make_reader
+    table = tmp_path / "table"
+    shutil.copytree(unzip_fixture("mor_avro__v9_txns_simple_meta").table, table)
+    reader = make_reader(str(table), str(tmp_path / "state"), maxSplitsPerTrigger="2")
+    end = reader.latestOffset(reader.initialOffset(), reader.getDefaultReadLimit())
+    pending = reader.driver.state.pending_from(0)
+    code, out, err = run(capsys, "state", str(tmp_path / "state"))
+    assert code == 0 and err == ""
+    assert f"0 committed, {len(pending)} planned and not committed" in out
+    assert "none: caught up" in out  # the snapshot planned everything up to the newest instant
+    rows = [ln for ln in out.splitlines() if re.match(r"\s*\d+\s+\d+\s", ln)]
+    assert [int(r.split()[0]) for r in rows] == [p.seq for p in pending]
+    assert end["seq"] == 2  # the batch Spark would replay first holds the first two of them
+
+
+def test_state_of_a_folder_without_state_or_with_a_torn_file_is_one_line_error(tmp_path, capsys):
+    assert_one_line_error(*run(capsys, "state", str(tmp_path)), "no hudi-streaming state files")
+    (tmp_path / "state-000000000000.json").write_text('{"format": "hudi-streaming-state"')
+    assert_one_line_error(*run(capsys, "state", str(tmp_path)), "torn or not a state file")

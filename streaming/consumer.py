@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie.fs_view import BaseFile, FileSlice, LogFile
-from hoodie.read import read_schema
 from hoodie.logfile.format import parse_log_file_name
+from hoodie.read import read_schema
 from hoodie.scanner import InstantRange
 from hoodie.slice_reader import MergeType, SliceRead, align, read_slice_and_before, read_slice_changes
 from hoodie.table import COMMIT_TIME, RECORD_KEY, HudiTable
@@ -105,20 +105,11 @@ def split_changes(table: HudiTable, split: Split, schema: pa.Schema, columns: pa
     rng = InstantRange(instants=frozenset(split.instants)) if split.instants is not None else None
     req = SliceRead(table, columns, split.max_instant, rng, MergeType(merge_type))
     keys_only = read_schema(table, columns, [RECORD_KEY], incremental=True)
-    # v8+ incremental reads decode every block of the slice anyway: the earlier state comes from the same pass
-    shared = split.instants is not None and table.config.version >= 8 and not _rewrote_base(split)
-    if shared:
-        rows, deleted, before = read_slice_and_before(req, file_slice(split), with_deletes=emit_deletes)
-    else:
-        rows, deleted = read_slice_changes(req, file_slice(split), with_deletes=emit_deletes)
-    has_deletes = deleted is not None and deleted.num_rows > 0
     # a rewritten base file drops deleted keys without a trace: they are found against the prior slice
     rewrite_deletes = emit_deletes and split.prior is not None
-    if not shared:
-        before = None
-        if rows.num_rows or has_deletes or rewrite_deletes:
-            need_values = changelog or has_deletes or rewrite_deletes
-            before = _state_before(split, req if need_values else replace(req, schema=keys_only))
+    rows, deleted, before = _changes_and_earlier_state(split, req, keys_only, emit_deletes, changelog,
+                                                       rewrite_deletes)
+    has_deletes = deleted is not None and deleted.num_rows > 0
     parts = []
     if before is None:
         parts.append(_with_kind(rows, INSERT, schema))
@@ -156,6 +147,25 @@ def _at_instant(rows: pa.Table, instant: str) -> pa.Table:
         return rows
     idx = rows.schema.get_field_index(COMMIT_TIME)
     return rows.set_column(idx, rows.schema.field(idx), pa.repeat(pa.scalar(instant), rows.num_rows))
+
+
+def _changes_and_earlier_state(split: Split, req: SliceRead, keys_only: pa.Schema, emit_deletes: bool,
+                               changelog: bool, rewrite_deletes: bool) -> tuple[pa.Table, pa.Table | None,
+                                                                                pa.Table | None]:
+    """The range's rows, its deletes, and the file group's earlier state (None when nothing came before).
+
+    v8+ incremental reads decode every block of the slice anyway, so the earlier state comes from the same pass.
+    Otherwise it is a second read, made only when the range changed something or its rewrite may hide deletes,
+    and of the keys alone unless values are delivered (pre-images, deleted rows).
+    """
+    if split.instants is not None and req.table.config.version >= 8 and not _rewrote_base(split):
+        return read_slice_and_before(req, file_slice(split), with_deletes=emit_deletes)
+    rows, deleted = read_slice_changes(req, file_slice(split), with_deletes=emit_deletes)
+    has_deletes = deleted is not None and deleted.num_rows > 0
+    if not (rows.num_rows or has_deletes or rewrite_deletes):
+        return rows, deleted, None
+    values = changelog or has_deletes or rewrite_deletes
+    return rows, deleted, _state_before(split, req if values else replace(req, schema=keys_only))
 
 
 def _state_before(split: Split, req: SliceRead) -> pa.Table | None:

@@ -6,6 +6,11 @@ Every save writes a new immutable file ``state-<version>.json`` (temp + rename o
 stores have atomic puts), so a crash mid-write never damages the previous state. Each file carries a
 SHA-256 of its body and the identity of the table and stream it belongs to: a torn or foreign file is
 detected and never trusted.
+
+The planned splits live in immutable *segment* files ``splits-<first seq>-<last seq>.json``, one per save
+that planned new splits, named with their SHA-256 in the state file. A state file stays small however many
+splits are pending (a first snapshot of a large table plans one per file group), so committing a batch
+rewrites kilobytes, not the whole queue; a segment leaves when every split in it is committed.
 """
 from __future__ import annotations
 
@@ -23,9 +28,10 @@ from monitor import Cursor, Split
 log = logging.getLogger("hudi_streaming.state")
 
 FORMAT = "hudi-streaming-state"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1: splits inline in the state file (still read)
 KEEP_VERSIONS = 10
 _FILE = re.compile(r"^state-(\d{12})\.json$")
+_SEGMENT = re.compile(r"^splits-\d{12}-\d{12}\.json$")
 
 
 class StateError(HoodieError):
@@ -64,6 +70,8 @@ class StateStore:
         self.storage = Storage(location, storage_options)
         self.location = location
         self.version = -1
+        #: the segments the newest state file names: {"name", "first", "last", "sha256"}
+        self._segments: list[dict] = []
 
     def _versions(self) -> list[int]:
         out = []
@@ -93,36 +101,83 @@ class StateStore:
         return state
 
     def _read(self, version: int) -> StreamState:
-        name = f"state-{version:012d}.json"
-        where = f"{self.location}/{name}"
-        raw = self.storage.read_bytes(name)
-        try:
-            doc = json.loads(raw)
-            body = doc["state"]
-            digest = doc["sha256"]
-            if doc.get("format") != FORMAT or doc.get("format_version") != FORMAT_VERSION:
-                raise StateError(f"{where}: not a hudi-streaming state file (format {doc.get('format')!r})")
-        except (ValueError, KeyError, TypeError):
-            raise StateError(f"{where}: torn or not a state file (unparseable JSON envelope)") from None
-        if hashlib.sha256(_canonical(body)).hexdigest() != digest:
-            raise StateError(f"{where}: checksum mismatch, the file is torn or was edited")
+        where = f"{self.location}/state-{version:012d}.json"
+        body = _open_envelope(self.storage.read_bytes(f"state-{version:012d}.json"), where)
+        segments = body.pop("segments", None)
+        if segments is not None:  # format 2; format 1 holds its splits inline
+            body["splits"] = self._read_segments(segments, body, where)
         try:
             state = StreamState.model_validate(body)
         except ValidationError as e:
             raise StateError(f"{where}: invalid state ({e.errors()[0]['msg']})") from None
+        self._segments = segments or []
         return state
 
+    def _read_segments(self, segments: list[dict], body: dict, where: str) -> list[dict]:
+        """The pending splits of the named segments, checked against their digests and for gaps."""
+        splits = []
+        try:
+            committed, next_seq = int(body.get("committed_seq", 0)), int(body.get("next_seq", 0))
+            for seg in segments:
+                try:
+                    raw = self.storage.read_bytes(seg["name"])
+                except FileNotFoundError:
+                    raise StateError(f"{where}: its split segment {seg['name']} is missing") from None
+                if hashlib.sha256(raw).hexdigest() != seg["sha256"]:
+                    raise StateError(f"{self.location}/{seg['name']}: checksum mismatch, the segment is torn or "
+                                     "was edited")
+                splits += [p for p in json.loads(raw) if p["seq"] >= committed]
+            seqs = [p["seq"] for p in splits]
+        except (ValueError, KeyError, TypeError):
+            raise StateError(f"{where}: its split segments are not readable") from None
+        if seqs != list(range(committed, next_seq)):
+            raise StateError(f"{where}: its split segments hold sequences {seqs[:3]}..., "
+                             f"not {committed}..{next_seq - 1}")
+        return splits
+
     def save(self, state: StreamState) -> None:
-        body = state.model_dump(mode="json")
+        """A new state version; splits planned since the last save go into one new segment first."""
+        keep = [g for g in self._segments if g["last"] >= state.committed_seq]
+        covered = keep[-1]["last"] + 1 if keep else state.committed_seq
+        new = [p for p in state.splits if p.seq >= covered]
+        if new:
+            data = json.dumps([p.model_dump(mode="json") for p in new]).encode()
+            name = f"splits-{new[0].seq:012d}-{new[-1].seq:012d}.json"
+            self.storage.write_bytes_atomic(name, data)
+            keep.append({"name": name, "first": new[0].seq, "last": new[-1].seq,
+                         "sha256": hashlib.sha256(data).hexdigest()})
+        body = state.model_dump(mode="json", exclude={"splits"})
+        body["segments"] = keep
         doc = {"format": FORMAT, "format_version": FORMAT_VERSION,
                "sha256": hashlib.sha256(_canonical(body)).hexdigest(), "state": body}
         self.version += 1
         self.storage.write_bytes_atomic(f"state-{self.version:012d}.json", json.dumps(doc).encode())
-        for old in self._versions()[:-KEEP_VERSIONS]:
-            try:
-                self.storage.fs.rm(self.storage.full(f"state-{old:012d}.json"))
-            except FileNotFoundError:
-                pass
+        self._segments = keep
+        named = {g["name"] for g in keep}
+        for info in self.storage.list_dir(""):
+            name = info.path.rsplit("/", 1)[-1]
+            m = _FILE.match(name)
+            if (m and int(m.group(1)) <= self.version - KEEP_VERSIONS) or (_SEGMENT.match(name) and name not in named):
+                try:
+                    self.storage.fs.rm(self.storage.full(name))
+                except FileNotFoundError:
+                    pass
+
+
+def _open_envelope(raw: bytes, where: str) -> dict:
+    """The body of a state file, after checking its format and checksum."""
+    try:
+        doc = json.loads(raw)
+        body = doc["state"]
+        digest = doc["sha256"]
+        if doc.get("format") != FORMAT or doc.get("format_version") not in (1, FORMAT_VERSION):
+            raise StateError(f"{where}: not a hudi-streaming state file (format {doc.get('format')!r} "
+                             f"version {doc.get('format_version')!r})")
+    except (ValueError, KeyError, TypeError):
+        raise StateError(f"{where}: torn or not a state file (unparseable JSON envelope)") from None
+    if hashlib.sha256(_canonical(body)).hexdigest() != digest:
+        raise StateError(f"{where}: checksum mismatch, the file is torn or was edited")
+    return body
 
 
 def _canonical(body: dict) -> bytes:

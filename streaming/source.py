@@ -2,7 +2,8 @@
 
 Offsets are ``{"rec": r, "seq": s, "v": 2}``: every split with a lower sequence number is delivered, and
 split ``s`` up to record ``r``. ``v`` names the order of a split's rows that ``r`` counts in (2: untouched base
-rows, updated rows, log-only inserts); an offset inside a split in another order is refused, never misread. The split queue itself lives in the state files (``state/``), written before
+rows, updated rows, log-only inserts); an offset inside a split in another order is refused, never misread.
+The split queue itself lives in the state files (``state/``), written before
 ``latestOffset`` returns an offset that refers to it, because after a crash Spark calls ``partitions(start,
 end)`` for the uncommitted batch in a new process before anything else. ``read()`` runs on executors with
 only the partition and this reader's constructor state, so both are small and picklable.
@@ -318,7 +319,8 @@ class _DriverState:
         return make_offset(end_seq, end_rec)
 
     def partitions(self, start: dict, end: dict) -> list[FileGroupPartition]:
-        (s_seq, s_rec), (e_seq, e_rec) = _position(start, self.opts.state_location), _position(end, self.opts.state_location)
+        where = self.opts.state_location
+        (s_seq, s_rec), (e_seq, e_rec) = _position(start, where), _position(end, where)
         if (s_seq, s_rec) == (e_seq, e_rec):
             return []
         by_seq = {p.seq: p for p in self.state.splits}

@@ -158,6 +158,44 @@ def test_torn_state_file_is_refused(unzip_fixture, tmp_path):
         run_batches(make_reader(str(table), str(state)))
 
 
+def test_committing_batches_does_not_rewrite_the_split_queue(unzip_fixture, tmp_path):
+    """Planned splits are written once, in a segment; each commit writes only a small state file."""
+    table = _copy(unzip_fixture, V9, tmp_path)
+    state = tmp_path / "state"
+    reader = make_reader(str(table), str(state), maxSplitsPerTrigger="1")
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    pending = len(reader.driver.state.splits)
+    assert pending > 3, "the scenario needs a snapshot of several splits"
+    segments = sorted(state.glob("splits-*.json"))
+    assert len(segments) == 1 and "file_id" not in sorted(state.glob("state-*.json"))[-1].read_text()
+    written = segments[0].stat().st_mtime_ns
+    for _ in range(2):
+        reader.commit(end)
+        start, end = end, reader.latestOffset(end, reader.getDefaultReadLimit())
+    assert sorted(state.glob("splits-*.json")) == segments and segments[0].stat().st_mtime_ns == written
+    again = make_reader(str(table), str(state), maxSplitsPerTrigger="1")  # a restart reads the queue back
+    assert again.driver.state.splits == reader.driver.state.splits and len(again.driver.state.splits) == pending - 2
+    run_batches(again, start=start)
+    assert not list(state.glob("splits-*.json")), "a fully committed segment is removed"
+
+
+@pytest.mark.parametrize("damage", ["torn", "missing"])
+def test_damaged_split_segment_is_refused(damage, unzip_fixture, tmp_path):
+    from state import StateError
+    table = _copy(unzip_fixture, V9, tmp_path)
+    state = tmp_path / "state"
+    reader = make_reader(str(table), str(state), maxSplitsPerTrigger="1")
+    reader.latestOffset(reader.initialOffset(), reader.getDefaultReadLimit())
+    segment = sorted(state.glob("splits-*.json"))[0]
+    if damage == "torn":
+        segment.write_bytes(segment.read_bytes()[:-10])
+    else:
+        segment.unlink()
+    with pytest.raises(StateError, match=damage):
+        make_reader(str(table), str(state)).driver
+
+
 def test_cleaned_files_fail_or_fall_back_to_a_snapshot(unzip_fixture, tmp_path):
     from monitor.monitor import DataLossError
     table = _copy(unzip_fixture, V9, tmp_path)

@@ -359,26 +359,26 @@ class _DriverState:
                           "pendingRowsEstimate": sum(p.split.est_rows for p in pending),
                           "pendingBytesEstimate": sum(p.split.est_bytes for p in pending),
                           "lastBatch": self.last_batch,
-                          **self._retention(pending),
+                          **self._retention(pending, behind),
                           "blockedByPendingInstant": self.blocked_by})
 
 
-    def _retention(self, pending: list[PlannedSplit]) -> dict:
+    def _retention(self, pending: list[PlannedSplit], unplanned: list) -> dict:
         """How close the cleaner is to files this stream still needs (Hudi has no reader lease to hold it off).
 
         ``retentionHeadroomInstants``: writes the newest clean retained minus writes since the oldest instant
-        a pending split (or the cursor) still reads — at 0 or below, the next clean of the same policy may
-        remove them, and a warning is logged while the data is still there.
+        the stream still reads (a pending split's, or the first completed one not yet planned) — at 0 or
+        below, the next clean of the same policy may remove them, and a warning is logged while the data is
+        still there. A stream that has caught up needs only the newest slices, which every clean keeps.
         """
         retention = self.table.timeline.clean_retention()
         if retention is None:
             return {"cleanRetainsFrom": None, "retentionHeadroomInstants": None}
         retains_from, kept = retention
         needed = [min(p.split.instants or [p.split.max_instant]) for p in pending]
-        if self.state.cursor is not None:
-            needed.append(self.state.cursor.requested)
+        needed += [e.requested_time for e in unplanned]
         if not needed:
-            return {"cleanRetainsFrom": retains_from, "retentionHeadroomInstants": None}
+            return {"cleanRetainsFrom": retains_from, "retentionHeadroomInstants": kept}
         oldest = min(needed)
         since = sum(1 for e in self.table.timeline.completed_writes() if e.requested_time >= oldest)
         headroom = kept - since
@@ -387,6 +387,7 @@ class _DriverState:
                         "from %s, %d writes back: the next clean may remove files it needs", self.table.url, kept,
                         retains_from, oldest, since)
         return {"cleanRetainsFrom": retains_from, "retentionHeadroomInstants": headroom}
+
 
 def _seconds_between(a: Cursor | None, b: Cursor | None) -> float | None:
     """Time between two instants (completion times where known), from their yyyyMMddHHmmssSSS strings."""

@@ -143,9 +143,12 @@ def test_retention_headroom_warns_before_the_cleaner_overtakes_the_stream(tmp_pa
     reader.driver.table.reload()
     m = reader.reportLatestOffset()
     assert m["cleanRetainsFrom"] is not None
-    # the clean kept the last 2 writes (upserts 4 and 5); the stream's cursor is upsert 2, and from it on there
-    # are 5 writes (upserts 2 and 3, the compaction, upserts 4 and 5): 3 more than the cleaner keeps
-    assert m["retentionHeadroomInstants"] == 2 - 5
+    # the clean kept the last 2 writes (upserts 4 and 5); the stream has read up to upsert 2, so it still reads
+    # from upsert 3 on: 4 writes (upsert 3, the compaction, upserts 4 and 5), 2 more than the cleaner keeps
+    assert m["retentionHeadroomInstants"] == 2 - 4
     assert "the next clean may remove files it needs" in caplog.text
     with pytest.raises(DataLossError, match="no longer readable"):  # and it did: never a silent loss
         resume(reader)
+    fresh = make_reader(table, str(tmp_path / "fresh"))
+    run_batches(fresh)  # a snapshot of the table as it is: caught up, it needs only what every clean keeps
+    assert fresh.reportLatestOffset()["retentionHeadroomInstants"] == 2

@@ -68,21 +68,42 @@ def file_slice(split: Split | PriorSlice, partition: str | None = None, file_id:
 
 
 def verify_files(table: HudiTable, split: Split) -> None:
-    """The planned files (and those of the prior slice) must still exist with at least the planned sizes."""
-    files = [(split.base_path, split.base_size)] if split.base_path else []
-    files += [(r.path, r.size) for r in split.logs]
-    if split.prior is not None:
-        files += [(split.prior.base_path, split.prior.base_size)] if split.prior.base_path else []
-        files += [(r.path, r.size) for r in split.prior.logs]
-    for path, size in files:
-        try:
-            actual = table.storage.size(path)
-        except FileNotFoundError:
+    """The planned files must still exist with at least the planned sizes."""
+    for path, size in _files(split):
+        problem = _file_problem(table, path, size)
+        if problem:
             raise DataLossError(f"{table.url}: {path} of split {split.file_id} (instants "
-                                f"{(split.instants or ['snapshot'])[:3]}) was removed before it was read; "
-                                "the cleaner retains too few commits for this stream's lag") from None
-        if actual < size:
-            raise DataLossError(f"{table.url}: {path} shrank from {size} to {actual} bytes since it was planned")
+                                f"{(split.instants or ['snapshot'])[:3]}) {problem}")
+
+
+def _files(split: Split | PriorSlice) -> list[tuple[str, int]]:
+    return ([(split.base_path, split.base_size)] if split.base_path else []) + [(r.path, r.size) for r in split.logs]
+
+
+def _file_problem(table: HudiTable, path: str, size: int) -> str | None:
+    try:
+        actual = table.storage.size(path)
+    except FileNotFoundError:
+        return "was removed before it was read; the cleaner retains too few commits for this stream's lag"
+    return f"shrank from {size} to {actual} bytes since it was planned" if actual < size else None
+
+
+def _usable_prior(table: HudiTable, split: Split, strict: bool) -> Split:
+    """The split, without its prior slice when the cleaner removed that already.
+
+    The prior slice only tells updates from inserts and supplies pre-images and rewrite deletes: when those
+    are delivered (``strict``) its loss is data loss; otherwise the rows are labelled inserts, with a warning.
+    """
+    problems = [f"{path} {p}" for path, size in (_files(split.prior) if split.prior else [])
+                if (p := _file_problem(table, path, size))]
+    if not problems:
+        return split
+    if strict:
+        raise DataLossError(f"{table.url}: the prior slice of split {split.file_id} (instants {split.instants[:3]}): "
+                            f"{problems[0]}")
+    log.warning("%s: the prior slice of file group %s is gone (%s); its rows are delivered as inserts", table.url,
+                split.file_id, problems[0])
+    return split.model_copy(update={"prior": None})
 
 
 def read_columns(table: HudiTable, schema: pa.Schema) -> pa.Schema:
@@ -92,7 +113,8 @@ def read_columns(table: HudiTable, schema: pa.Schema) -> pa.Schema:
 
 
 def split_changes(table: HudiTable, split: Split, schema: pa.Schema, columns: pa.Schema, emit_deletes: bool,
-                  changelog: bool = False, merge_type: str = "payload_combine") -> pa.Table:
+                  changelog: bool = False, merge_type: str = "payload_combine",
+                  fail_on_data_loss: bool = True) -> pa.Table:
     """Every change a split delivers (``columns`` read, see :func:`read_columns`), in a fixed order:
     pre-images, upserts, then deletes.
 
@@ -100,6 +122,7 @@ def split_changes(table: HudiTable, split: Split, schema: pa.Schema, columns: pa
     and the values of deleted keys come from that earlier state (see :func:`_state_before`).
     """
     verify_files(table, split)
+    split = _usable_prior(table, split, fail_on_data_loss and (emit_deletes or changelog))
     if split.replaced_by is not None:
         return _replaced_rows(table, split, columns, schema) if emit_deletes else schema.empty_table()
     rng = InstantRange(instants=frozenset(split.instants)) if split.instants is not None else None
@@ -232,10 +255,12 @@ def _with_kind(rows: pa.Table, kinds: str | pa.Array, schema: pa.Schema) -> pa.T
 
 
 def consume(table: HudiTable, ranges: list[SplitRange], schema: pa.Schema, columns: pa.Schema, target: pa.Schema,
-            *, emit_deletes: bool, changelog: bool, merge_type: str, mini_batch: int) -> Iterator[pa.RecordBatch]:
+            *, emit_deletes: bool, changelog: bool, merge_type: str, mini_batch: int,
+            fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
     """Record batches of at most ``mini_batch`` rows for each range, in order, cast to ``target``."""
     for r in ranges:
-        changes = split_changes(table, r.split, schema, columns, emit_deletes, changelog, merge_type)
+        changes = split_changes(table, r.split, schema, columns, emit_deletes, changelog, merge_type,
+                                fail_on_data_loss)
         stop = changes.num_rows if r.stop is None else min(r.stop, changes.num_rows)
         if r.skip >= stop:
             continue

@@ -161,7 +161,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
         yield from consume(table, partition.ranges, target, partition.columns, target, emit_deletes=o.emit_deletes,
                            changelog=o.read_mode is ReadMode.CHANGELOG, merge_type=o.merge_type,
-                           mini_batch=o.mini_batch_size)
+                           mini_batch=o.mini_batch_size, fail_on_data_loss=o.fail_on_data_loss)
 
 
 class _DriverState:

@@ -113,3 +113,31 @@ def test_start_at_an_archived_instant_reads_the_archived_timeline(tmp_path):
     got = Counter(r["_hoodie_commit_time"] for b in run_batches(reader) if b is not None for r in b.to_pylist()
                   if r["_change_type"] != "update_preimage")
     assert got == Counter({s.instant: s.data.num_rows for s in steps[1:]})
+
+
+@pytest.mark.parametrize("emit_deletes", [False, True])
+def test_prior_slice_cleaned_before_the_read(emit_deletes, tmp_path, caplog):
+    """Copy-on-write: when the cleaner removed the prior slice between planning and reading, upsert mode labels
+    the rows inserts (with a warning); delivering deletes or pre-images needs it, so that is data loss."""
+    from monitor.monitor import DataLossError
+
+    table = str(tmp_path / "table")
+    w = create_table(table, "prior", SCHEMA, "id", [], "ts", table_type="COPY_ON_WRITE", version=9)
+    w.upsert(pa.table({"id": ["k0", "k1"], "ts": [0, 0], "v": ["a", "a"]}, schema=SCHEMA))
+    reader = make_reader(table, str(tmp_path / "state"), emitDeletes=str(emit_deletes).lower())
+    run_batches(reader)
+    start = reader._last_offset
+    w.upsert(pa.table({"id": ["k1"], "ts": [1], "v": ["b"]}, schema=SCHEMA))
+    reader.driver._last_poll = 0.0
+    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    parts = reader.partitions(start, end)
+    prior = parts[0].ranges[0].split.prior
+    assert prior is not None and prior.base_path
+    (tmp_path / "table" / prior.base_path).unlink()
+    if emit_deletes:
+        with pytest.raises(DataLossError, match="prior slice"):
+            [b for p in parts for b in reader.read(p)]
+        return
+    rows = [r for p in parts for b in reader.read(p) for r in b.to_pylist()]
+    assert [(r["id"], r["_change_type"]) for r in rows] == [("k1", "insert")]
+    assert "delivered as inserts" in caplog.text

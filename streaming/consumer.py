@@ -101,8 +101,9 @@ def _usable_prior(table: HudiTable, split: Split, strict: bool) -> Split:
     if strict:
         raise DataLossError(f"{table.url}: the prior slice of split {split.file_id} (instants {split.instants[:3]}): "
                             f"{problems[0]}")
-    log.warning("%s: the prior slice of file group %s is gone (%s); its rows are delivered as inserts", table.url,
-                split.file_id, problems[0])
+    log.warning("%s: DATA LOSS of change details: the prior slice of file group %s is gone (%s); its rows are "
+                "delivered as inserts, without pre-images or the deletes of the rewrite", table.url, split.file_id,
+                problems[0])
     return split.model_copy(update={"prior": None})
 
 

@@ -64,17 +64,22 @@ def test_latest_starts_after_the_current_instant(unzip_fixture, tmp_path):
     assert rows and {r["_hoodie_commit_time"] for r in rows} == {fourth}
 
 
-def test_starting_and_ending_instant_bound_the_stream(unzip_fixture, tmp_path):
+@pytest.mark.parametrize("as_timestamp", [False, True])
+def test_starting_and_ending_instant_bound_the_stream(as_timestamp, unzip_fixture, tmp_path):
+    """Every write completed inside [start, end] is delivered (changelog: one round per instant), none outside;
+    a start given as a timestamp ``YYYY-MM-DD HH:MM:SS`` means the same as that instant time."""
     table = _copy(unzip_fixture, V9, tmp_path)
     writes = [e for e in hoodie.HudiTable(str(table)).timeline.completed_writes() if e.action.value == "deltacommit"]
-    start, end = writes[2], writes[5]
-    reader = make_reader(str(table), str(tmp_path / "state"), startingInstant=start.completion_time,
-                         endingInstant=end.completion_time)
-    rows = _rows(run_batches(reader))
-    times = {r["_hoodie_commit_time"] for r in rows}
-    expected = {w.requested_time for w in writes if start.completion_time <= w.completion_time <= end.completion_time}
-    assert times and times <= expected
-    assert min(times) >= start.requested_time and max(times) <= end.requested_time
+    start, end = writes[2].completion_time, writes[5].completion_time
+    if as_timestamp:
+        start = start[:14] + "000"  # whole seconds, as a timestamp can say them
+        option = f"{start[:4]}-{start[4:6]}-{start[6:8]} {start[8:10]}:{start[10:12]}:{start[12:14]}"
+    else:
+        option = start
+    reader = make_reader(str(table), str(tmp_path / "state"), startingInstant=option, endingInstant=end,
+                         readMode="changelog", emitDeletes="true")  # two of the writes only delete
+    times = {r["_hoodie_commit_time"] for r in _rows(run_batches(reader))}
+    assert times == {w.requested_time for w in writes if start <= w.completion_time <= end}
 
 
 @pytest.mark.parametrize("limit_option,check", [

@@ -316,6 +316,9 @@ class _DriverState:
                 instants += p.instants_in_round
             end_seq, end_rec = p.seq + 1, 0
         self.last_batch = {"splits": files, "rowsEstimate": rows, "bytesEstimate": nbytes, "instants": instants}
+        log.info("hudi_streaming: batch of %d splits (about %d rows, %d bytes, %d instants) up to split %d record %d; "
+                 "%d splits left after it", files, rows, nbytes, instants, end_seq, end_rec,
+                 sum(1 for p in pending if p.seq >= end_seq))
         return make_offset(end_seq, end_rec)
 
     def partitions(self, start: dict, end: dict) -> list[FileGroupPartition]:

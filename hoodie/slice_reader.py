@@ -124,7 +124,7 @@ def _read(req: SliceRead, fs: FileSlice, stats: ScanStats | None, with_deletes: 
         rows = base if base is not None else empty
         return _filter_range(req, rows), (empty if with_deletes else None), (rows if before else None)
     cfg = req.table.config
-    is_committed = req.table.timeline.is_committed if cfg.version < 8 else None
+    is_committed = req.table.is_committed if cfg.version < 8 else None
     blocks = scan_blocks(storage, [(lf.path, lf.size) for lf in fs.log_files], req.max_instant, is_committed,
                          req.instant_range if cfg.version < 8 else None, stats, req.without_instants)
     log = _log_records(req, blocks, stats)

@@ -9,7 +9,7 @@ from .config import TableConfig, load_table_config
 from .fs_view import FileSystemView, list_data_files
 from .logfile.avro_arrow import arrow_schema_from_avro
 from .storage import FileInfo, Storage
-from .timeline import Timeline
+from .timeline import CommitCheck, Timeline
 
 META_COLUMNS = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
                 "_hoodie_partition_path", "_hoodie_file_name"]
@@ -26,6 +26,7 @@ class HudiTable:
         self.storage = Storage(url, storage_options)
         self.config: TableConfig = load_table_config(self.storage)
         self._timeline: Timeline | None = None
+        self._commits: CommitCheck | None = None
         self._listing: list[FileInfo] | None = None
 
     @property
@@ -40,8 +41,17 @@ class HudiTable:
 
     def reload(self) -> "HudiTable":
         self._timeline = Timeline.load(self.storage, self.config, previous=self._timeline)
+        self._commits = None
         self._listing = None
         return self
+
+    def pin_commits(self, commits: CommitCheck) -> None:
+        """Answer :meth:`is_committed` from a check made elsewhere (a stream's driver), without the timeline."""
+        self._commits = commits
+
+    def is_committed(self, instant_time: str) -> bool:
+        """A completed write (v6 readers skip the log blocks of failed writes)."""
+        return (self._commits or self.timeline.commit_check())(instant_time)
 
     # -- schema ----------------------------------------------------------------------------------------------
     def avro_schema(self, as_of: str | None = None) -> dict | None:

@@ -26,6 +26,7 @@ from pyspark.sql.types import StructType
 
 from hoodie.read import incremental_instants, plan_slices
 from hoodie.table import HudiTable
+from hoodie.timeline import CommitCheck
 from monitor.monitor import Cursor, DataLossError, MonitorOptions, Plan, StreamMonitor
 from state import PlannedSplit, StateError, StateStore, StreamState
 
@@ -64,10 +65,20 @@ def _position(offset: dict, location: str) -> tuple[int, int]:
 @dataclass
 class FileGroupPartition(InputPartition):
     """All ranges of one file group in a batch, in sequence order (keeps per-key order within one task), and
-    the columns to read (see ``read_columns``)."""
+    what a task needs besides the files: the columns to read (see ``read_columns``) and, on v6, the commits."""
 
     ranges: list[SplitRange]
     columns: pa.Schema
+    #: table v6: which instants are committed, as the driver saw the timeline (tasks then need no listing)
+    commits: CommitCheck | None = None
+
+
+def _task_table(opts: SourceOptions, partition: FileGroupPartition) -> HudiTable:
+    """The table as a task opens it: no timeline listing, the driver's view of the commits where v6 needs it."""
+    table = HudiTable(opts.path, opts.storage or None)
+    if partition.commits is not None:
+        table.pin_commits(partition.commits)
+    return table
 
 
 def _arrow_schema(opts: SourceOptions):
@@ -156,7 +167,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- executor side -----------------------------------------------------------------------------------------
     def read(self, partition: FileGroupPartition):
         o = self.opts
-        table = HudiTable(o.path, o.storage or None)
+        table = _task_table(o, partition)
         # the query's schema, fixed at its start: later added columns are left out, widened ones cast back
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
         yield from consume(table, partition.ranges, target, partition.columns, target, emit_deletes=o.emit_deletes,
@@ -338,7 +349,8 @@ class _DriverState:
             stop = e_rec if seq == e_seq else None
             groups.setdefault(p.split.group, []).append(SplitRange(p.split, skip, stop))
         columns = read_columns(self.table, self.output)
-        return [FileGroupPartition(r, columns) for _, r in sorted(groups.items())]
+        commits = self.table.timeline.commit_check() if self.table.config.version < 8 else None
+        return [FileGroupPartition(r, columns, commits) for _, r in sorted(groups.items())]
 
     def commit(self, end: dict) -> None:
         e_seq = int(end["seq"])
@@ -437,11 +449,12 @@ class HudiBatchReader(DataSourceReader):
         mon = StreamMonitor(table, MonitorOptions())
         splits = [mon.split_of(s, instants, max_instant, est_rows=0) for s in slices]
         columns = read_columns(table, to_arrow_schema(self.spark_schema, timezone="UTC"))
-        return [FileGroupPartition([SplitRange(s, 0, None)], columns) for s in splits] or \
-            [FileGroupPartition([], columns)]
+        commits = table.timeline.commit_check() if table.config.version < 8 else None
+        return [FileGroupPartition([SplitRange(s, 0, None)], columns, commits) for s in splits] or \
+            [FileGroupPartition([], columns, commits)]
 
     def read(self, partition: FileGroupPartition):
         o = self.opts
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
-        yield from consume(HudiTable(o.path, o.storage or None), partition.ranges, target, partition.columns, target,
+        yield from consume(_task_table(o, partition), partition.ranges, target, partition.columns, target,
                            emit_deletes=False, changelog=False, merge_type=o.merge_type, mini_batch=o.mini_batch_size)

@@ -39,7 +39,8 @@ def _apply(rows):
 
 
 @pytest.mark.parametrize("name", [V9, V6, "mor_parquet__v6_nonpartitioned_rollback", "mor_avro__v8_mor_boundary_windows",
-                                  "cow__v9_txns_simple_meta", "cow__v6_simplekeygen_nonhivestyle_overwritetable"])
+                                  "cow__v9_txns_simple_meta", "cow__v6_simplekeygen_nonhivestyle_overwritetable",
+                                  "mor_avro__table_uncommitted_log_v6"])
 def test_earliest_then_increments_rebuild_the_table(name, unzip_fixture, tmp_path):
     table = _copy(unzip_fixture, name, tmp_path)
     reveal = TimelineReveal(table, tmp_path / "hidden")
@@ -299,11 +300,13 @@ def test_metrics_describe_the_admitted_batch(unzip_fixture, tmp_path):
     assert batch["rowsEstimate"] == sum(r.split.est_rows for p in parts for r in p.ranges) > 0
 
 
-def test_executors_read_planned_splits_without_the_timeline(unzip_fixture, tmp_path, monkeypatch):
-    """v8/v9 splits name their exact files and the driver ships the read columns: a task lists no timeline
-    (on object stores a listing per task would cost more than reading a small split)."""
+@pytest.mark.parametrize("name", [V9, V6, "mor_avro__table_uncommitted_log_v6"])
+def test_executors_read_planned_splits_without_the_timeline(name, unzip_fixture, tmp_path, monkeypatch):
+    """Splits name their exact files and the driver ships the read columns (and, on v6, which instants are
+    committed): a task lists no timeline (on object stores a listing per task would cost more than reading a
+    small split)."""
     from hoodie.timeline import Timeline
-    table = _copy(unzip_fixture, V9, tmp_path)
+    table = _copy(unzip_fixture, name, tmp_path)
     reader = make_reader(str(table), str(tmp_path / "state"), emitDeletes="true")
     start = reader.initialOffset()
     end = reader.latestOffset(start, reader.getDefaultReadLimit())
@@ -315,3 +318,20 @@ def test_executors_read_planned_splits_without_the_timeline(unzip_fixture, tmp_p
 
     monkeypatch.setattr(Timeline, "load", no_timeline)
     assert [b for p in parts for b in reader.read(p)] == expected
+
+
+def test_commit_check_travels_and_answers_like_the_timeline(unzip_fixture):
+    """What v6 tasks get instead of the timeline: completed writes yes, pending or unknown newer ones no,
+    instants before the active timeline (archived) yes — and it survives pickling (Spark ships partitions)."""
+    import pickle
+    table = hoodie.HudiTable(str(unzip_fixture("mor_avro__table_uncommitted_log_v6").table))
+    tl = table.timeline
+    check = pickle.loads(pickle.dumps(tl.commit_check()))
+    entries = tl.entries
+    pending = [e.requested_time for e in entries if not e.is_completed]
+    assert pending, "the fixture has an uncommitted write"
+    for e in entries:
+        assert check(e.requested_time) == (e.is_completed and e.is_write), e
+    first = tl.completed_writes()[0].requested_time
+    assert check(str(int(first) - 1).zfill(len(first)))  # older than the active timeline: archived
+    assert not check("99991231235959999")

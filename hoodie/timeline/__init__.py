@@ -5,6 +5,8 @@ archive) and answers the questions the file-system view, the scanner and the mon
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..config import TableConfig
 from ..storage import Storage
 from .active import ActiveTimeline, TimelineEntry
@@ -12,7 +14,26 @@ from .archived import ArchivedTimeline
 from .instant import Action, Instant, State
 from .metadata import CommitMetadata
 
-__all__ = ["Timeline", "TimelineEntry", "Action", "Instant", "State", "CommitMetadata"]
+__all__ = ["Timeline", "TimelineEntry", "Action", "Instant", "State", "CommitMetadata", "CommitCheck"]
+
+
+@dataclass(frozen=True)
+class CommitCheck:
+    """Which write instants are committed, as data: small and picklable, so a v6 reader on another machine
+    can skip the blocks of failed writes without listing the timeline itself.
+
+    Committed: a completed write on the active timeline, or an instant older than the active timeline's first
+    write (archived, and only completed instants are archived).
+    """
+
+    active: frozenset[str]  # every instant time on the active timeline
+    completed_writes: frozenset[str]
+    first_write: str | None
+
+    def __call__(self, instant_time: str) -> bool:
+        if instant_time in self.active:
+            return instant_time in self.completed_writes
+        return self.first_write is not None and instant_time < self.first_write
 
 
 class Timeline:
@@ -25,6 +46,7 @@ class Timeline:
         self.archived = ArchivedTimeline(storage, config)
         self._first_write = active.first_write_time()
         self._archived_writes: dict[str, TimelineEntry] | None = None
+        self._commit_check: CommitCheck | None = None
 
     @classmethod
     def load(cls, storage: Storage, config: TableConfig, previous: "Timeline | None" = None) -> "Timeline":
@@ -63,10 +85,14 @@ class Timeline:
 
     def is_committed(self, instant_time: str) -> bool:
         """A completed write instant, on the active timeline or archived before it."""
-        e = self.active.get(instant_time)
-        if e is not None:
-            return e.is_completed and e.is_write
-        return self.is_archived(instant_time)
+        return self.commit_check()(instant_time)
+
+    def commit_check(self) -> CommitCheck:
+        if self._commit_check is None:
+            entries = self.active.entries
+            done = frozenset(e.requested_time for e in entries if e.is_completed and e.is_write)
+            self._commit_check = CommitCheck(frozenset(e.requested_time for e in entries), done, self._first_write)
+        return self._commit_check
 
     def completion_time(self, instant_time: str) -> str | None:
         """Completion time of a completed write; None when pending or unknown (rolled back)."""

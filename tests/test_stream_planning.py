@@ -33,6 +33,23 @@ def _rows(batches) -> list[dict]:
     return out
 
 
+def _following(unzip_fixture, name, tmp_path, state="state", **options):
+    """A copy of fixture ``name`` revealed up to its first instant, and a stream that has read that far."""
+    table = _copy(unzip_fixture, name, tmp_path)
+    reveal = TimelineReveal(table, tmp_path / "hidden")
+    reveal.reveal_next()
+    reader = make_reader(str(table), str(tmp_path / state), **options)
+    return table, reveal, reader, run_batches(reader)
+
+
+def _followed_to_the_end(unzip_fixture, name, tmp_path, **options):
+    """The table and every row a stream delivers while fixture ``name`` is revealed instant by instant."""
+    table, reveal, reader, batches = _following(unzip_fixture, name, tmp_path, **options)
+    while reveal.reveal_next():
+        batches += resume(reader)
+    return table, _rows(batches)
+
+
 def _apply(rows):
     from verify import apply_upserts
     return apply_upserts(rows)
@@ -42,14 +59,7 @@ def _apply(rows):
                                   "cow__v9_txns_simple_meta", "cow__v6_simplekeygen_nonhivestyle_overwritetable",
                                   "mor_avro__table_uncommitted_log_v6"])
 def test_earliest_then_increments_rebuild_the_table(name, unzip_fixture, tmp_path):
-    table = _copy(unzip_fixture, name, tmp_path)
-    reveal = TimelineReveal(table, tmp_path / "hidden")
-    reveal.reveal_next()
-    reader = make_reader(str(table), str(tmp_path / "state"), emitDeletes="true")
-    batches = run_batches(reader)
-    while reveal.reveal_next():
-        batches += resume(reader)
-    rows = _rows(batches)
+    table, rows = _followed_to_the_end(unzip_fixture, name, tmp_path, emitDeletes="true")
     assert state_differences(_apply(rows), hoodie.read_table(str(table))) == []
 
 
@@ -204,11 +214,7 @@ def test_damaged_split_segment_is_refused(damage, unzip_fixture, tmp_path):
 
 def test_cleaned_files_fail_or_fall_back_to_a_snapshot(unzip_fixture, tmp_path):
     from monitor.monitor import DataLossError
-    table = _copy(unzip_fixture, V9, tmp_path)
-    reveal = TimelineReveal(table, tmp_path / "hidden")
-    reveal.reveal_next()
-    reader = make_reader(str(table), str(tmp_path / "s1"))
-    run_batches(reader)
+    table, reveal, reader, _ = _following(unzip_fixture, V9, tmp_path, state="s1")
     second = reveal.reveal_next()
     written = hoodie.HudiTable(str(table)).timeline.commit_metadata(second).written_paths()
     for p in written:
@@ -229,14 +235,7 @@ def test_unknown_option_lists_valid_ones(tmp_path):
 
 
 def test_skip_compaction_off_plans_compaction_without_duplicating_rows(unzip_fixture, tmp_path):
-    table = _copy(unzip_fixture, V9, tmp_path)
-    reveal = TimelineReveal(table, tmp_path / "hidden")
-    reveal.reveal_next()
-    reader = make_reader(str(table), str(tmp_path / "state"), skipCompaction="false", skipClustering="false")
-    batches = run_batches(reader)
-    while reveal.reveal_next():
-        batches += resume(reader)
-    rows = _rows(batches)
+    table, rows = _followed_to_the_end(unzip_fixture, V9, tmp_path, skipCompaction="false", skipClustering="false")
     # compaction and clustering keep commit times: reading them adds no new versions
     versions = [(r["_hoodie_record_key"], r["_hoodie_commit_time"]) for r in rows]
     assert len(versions) == len(set(versions))
@@ -275,11 +274,7 @@ def test_incompatible_type_change_is_refused_even_when_allowed():
 
 
 def test_metrics_report_lag_and_backlog(unzip_fixture, tmp_path):
-    table = _copy(unzip_fixture, V9, tmp_path)
-    reveal = TimelineReveal(table, tmp_path / "hidden")
-    reveal.reveal_next()
-    reader = make_reader(str(table), str(tmp_path / "state"))
-    run_batches(reader)
+    _, reveal, reader, _ = _following(unzip_fixture, V9, tmp_path)
     assert reader.reportLatestOffset()["lagInstants"] == 0
     for _ in range(3):
         reveal.reveal_next()

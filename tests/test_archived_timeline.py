@@ -380,26 +380,24 @@ def copy_table(unzip_fixture, name: str, dest: Path) -> tuple[Path, Path]:
     return src, Path(shutil.copytree(src, dest / src.name))
 
 
-@pytest.fixture
-def lsm_archived(request, unzip_fixture, tmp_path) -> Archived:
-    name, k = request.param
+ARCHIVE_CASES = [("lsm", name, k) for name, k in LSM_CASES] + [("v6", name, k) for name, k in V6_CASES]
+
+
+@pytest.fixture(params=ARCHIVE_CASES, ids=[f"{layout}-{name}-archive{k}" for layout, name, k in ARCHIVE_CASES])
+def archived(request, unzip_fixture, tmp_path) -> Archived:
+    """A fixture table copy whose oldest ``k`` instants were archived the way its Hudi version archives."""
+    layout, name, k = request.param
     src, copy = copy_table(unzip_fixture, name, tmp_path)
-    return Archived(src, copy, archive_lsm(copy, k))
-
-
-@pytest.fixture
-def v6_archived(request, unzip_fixture, tmp_path) -> Archived:
-    name, k = request.param
-    src, copy = copy_table(unzip_fixture, name, tmp_path)
-    schema_source = unzip_fixture(SCHEMA_SOURCE).table / ".hoodie/timeline"
-    return Archived(src, copy, archive_v6(copy, k, schema_source))
-
-
-def _case_ids(cases):
-    return [f"{name}-archive{k}" for name, k in cases]
+    if layout == "lsm":
+        return Archived(src, copy, archive_lsm(copy, k))
+    return Archived(src, copy, archive_v6(copy, k, unzip_fixture(SCHEMA_SOURCE).table / ".hoodie/timeline"))
 
 
 # -- archived tables read like the originals ---------------------------------------------------------------------
+
+def test_archived_table_reads_like_original(archived: Archived) -> None:
+    check_archived_table(archived)
+
 
 def check_archived_table(a: Archived) -> None:
     """Timeline answers and snapshots of the archived copy equal the original's. The commit metadata of every
@@ -423,32 +421,12 @@ def check_archived_table(a: Archived) -> None:
                           f"{what}: snapshot as of archived {t}")
 
 
-def check_incremental(a: Archived) -> None:
-    original, _ = a.tables()
-    for start, end in incremental_windows(original, len(a.archived_writes())):
-        assert_same_table(hoodie.read_table(str(a.copy), start=start, end=end),
-                          hoodie.read_table(str(a.original), start=start, end=end),
-                          f"{a.what}: incremental ({start}, {end}]")
-
-
-@pytest.mark.parametrize("lsm_archived", LSM_CASES, ids=_case_ids(LSM_CASES), indirect=True)
-def test_lsm_archived_table_reads_like_original(lsm_archived):
-    check_archived_table(lsm_archived)
-
-
-@pytest.mark.parametrize("v6_archived", V6_CASES, ids=_case_ids(V6_CASES), indirect=True)
-def test_v6_archived_table_reads_like_original(v6_archived):
-    check_archived_table(v6_archived)
-
-
-@pytest.mark.parametrize("lsm_archived", LSM_CASES, ids=_case_ids(LSM_CASES), indirect=True)
-def test_lsm_incremental_from_archive(lsm_archived):
-    check_incremental(lsm_archived)
-
-
-@pytest.mark.parametrize("v6_archived", V6_CASES, ids=_case_ids(V6_CASES), indirect=True)
-def test_v6_incremental_from_archive(v6_archived):
-    check_incremental(v6_archived)
+def test_incremental_from_archive(archived: Archived) -> None:
+    original, _ = archived.tables()
+    for start, end in incremental_windows(original, len(archived.archived_writes())):
+        assert_same_table(hoodie.read_table(str(archived.copy), start=start, end=end),
+                          hoodie.read_table(str(archived.original), start=start, end=end),
+                          f"{archived.what}: incremental ({start}, {end}]")
 
 
 # -- hudi-rs on the archived copies ------------------------------------------------------------------------------
@@ -479,23 +457,23 @@ def hudi_rs_windows(a: Archived) -> tuple[list, list]:
     return active, [w for w in windows if w not in active]
 
 
-def check_hudi_rs(a: Archived) -> None:
+def test_archived_table_matches_hudi_rs(archived: Archived) -> None:
     """hudi-rs reads the archived copy like ours reads the original where it needs no archived instant."""
-    what = f"{a.what}, hudi-rs"
-    latest = hoodie.read_table(str(a.original))
-    assert_same_as_hudi_rs(latest, rs_read(a.copy, HudiReadOptions()), f"{what}: snapshot")
-    for t in a.archived_writes():
-        assert_same_as_hudi_rs(hoodie.read_table(str(a.original), as_of=t),
-                               rs_read(a.copy, HudiReadOptions().with_as_of_timestamp(t)),
+    what = f"{archived.what}, hudi-rs"
+    latest = hoodie.read_table(str(archived.original))
+    assert_same_as_hudi_rs(latest, rs_read(archived.copy, HudiReadOptions()), f"{what}: snapshot")
+    for t in archived.archived_writes():
+        assert_same_as_hudi_rs(hoodie.read_table(str(archived.original), as_of=t),
+                               rs_read(archived.copy, HudiReadOptions().with_as_of_timestamp(t)),
                                f"{what}: as of archived {t}", latest=latest.schema)
-    active, _ = hudi_rs_windows(a)
+    active, _ = hudi_rs_windows(archived)
     assert active, f"{what}: no window over active instants only"
     for start, end in active:
-        assert_same_as_hudi_rs(hoodie.read_table(str(a.original), start=start, end=end),
-                               rs_incremental(a.copy, start, end), f"{what}: incremental ({start}, {end}]")
+        assert_same_as_hudi_rs(hoodie.read_table(str(archived.original), start=start, end=end),
+                               rs_incremental(archived.copy, start, end), f"{what}: incremental ({start}, {end}]")
 
 
-def check_hudi_rs_archive_windows(a: Archived) -> None:
+def test_incremental_from_archive_matches_hudi_rs(archived: Archived) -> None:
     """hudi-rs's incremental windows reaching into the archive, where it cannot see the archived instants.
 
     hudi-rs 0.5.0 has an opt-in ``hoodie.internal.timeline.archived.enabled``, but its loader returns no instant
@@ -503,36 +481,17 @@ def check_hudi_rs_archive_windows(a: Archived) -> None:
     file names, so it misses the archived instants' rows (it agrees with ours on the untouched original). Where
     it returns fewer rows, they must be a subset of the original's; where it returns as many, exactly them.
     """
-    _, reaching = hudi_rs_windows(a)
+    _, reaching = hudi_rs_windows(archived)
     for start, end in reaching:
-        want, got = hoodie.read_table(str(a.original), start=start, end=end), rs_incremental(a.copy, start, end)
-        what = f"{a.what}, hudi-rs: incremental ({start}, {end}]"
+        want = hoodie.read_table(str(archived.original), start=start, end=end)
+        got = rs_incremental(archived.copy, start, end)
+        what = f"{archived.what}, hudi-rs: incremental ({start}, {end}]"
         if want.num_rows == got.num_rows:
             assert_same_as_hudi_rs(want, got, what)
         else:
             assert got.num_rows < want.num_rows, f"{what}: hudi-rs returns more rows than the original has"
             keys = set(want.column("_hoodie_record_key").to_pylist())
             assert set(got.column("_hoodie_record_key").to_pylist()) <= keys, what
-
-
-@pytest.mark.parametrize("lsm_archived", LSM_CASES, ids=_case_ids(LSM_CASES), indirect=True)
-def test_lsm_archived_table_matches_hudi_rs(lsm_archived):
-    check_hudi_rs(lsm_archived)
-
-
-@pytest.mark.parametrize("v6_archived", V6_CASES, ids=_case_ids(V6_CASES), indirect=True)
-def test_v6_archived_table_matches_hudi_rs(v6_archived):
-    check_hudi_rs(v6_archived)
-
-
-@pytest.mark.parametrize("lsm_archived", LSM_CASES, ids=_case_ids(LSM_CASES), indirect=True)
-def test_lsm_incremental_from_archive_matches_hudi_rs(lsm_archived):
-    check_hudi_rs_archive_windows(lsm_archived)
-
-
-@pytest.mark.parametrize("v6_archived", V6_CASES, ids=_case_ids(V6_CASES), indirect=True)
-def test_v6_incremental_from_archive_matches_hudi_rs(v6_archived):
-    check_hudi_rs_archive_windows(v6_archived)
 
 
 def test_archive_beyond_savepoint(unzip_fixture, tmp_path):

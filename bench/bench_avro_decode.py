@@ -19,15 +19,12 @@ import io
 import json
 import random
 import struct
-import sys
 import time
-from pathlib import Path
 
 import fastavro
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hoodie.logfile import avro_arrow  # noqa: E402
+from hudi_streaming.hoodie.logfile import avro_arrow  # noqa: E402
 
 _META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
          "_hoodie_file_name"]

@@ -22,14 +22,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def build(table: str, rows: int, commits: int, updates: int) -> None:
     import numpy as np
     import pyarrow as pa
 
-    from hoodie.writer import create_table
+    from hudi_streaming.hoodie.writer import create_table
 
     schema = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("v", pa.string()), ("x", pa.float64())])
     rng = np.random.default_rng(0)
@@ -65,11 +64,11 @@ def main() -> None:
     if not os.path.exists(table):
         build(table, args.rows, args.commits, args.updates)
 
-    from hoodie.scanner import InstantRange
-    from hoodie.slice_reader import SliceRead, read_slice_changes
-    from hoodie.table import HudiTable
-    from monitor.monitor import MonitorOptions, StreamMonitor
-    from streaming.consumer import file_slice, output_schema, read_columns, split_changes
+    from hudi_streaming.hoodie.scanner import InstantRange
+    from hudi_streaming.hoodie.slice_reader import SliceRead, read_slice_changes
+    from hudi_streaming.hoodie.table import HudiTable
+    from hudi_streaming.monitor.monitor import MonitorOptions, StreamMonitor
+    from hudi_streaming.streaming.consumer import file_slice, output_schema, read_columns, split_changes
 
     t = HudiTable(table)
     mon = StreamMonitor(t, MonitorOptions())

@@ -50,13 +50,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fastavro  # noqa: E402
 
-from hoodie.logfile.avro_arrow import avro_bytes, avro_long, records_to_avro_dicts  # noqa: E402
-from hoodie.logfile.format import make_log_file_name  # noqa: E402
-from hoodie.logfile.writer import encode_avro_data_block  # noqa: E402
+from hudi_streaming.hoodie.logfile.avro_arrow import avro_bytes, avro_long, records_to_avro_dicts  # noqa: E402
+from hudi_streaming.hoodie.logfile.format import make_log_file_name  # noqa: E402
+from hudi_streaming.hoodie.logfile.writer import encode_avro_data_block  # noqa: E402
 
 MERGED_TARGET = 1.0
 READ_OPTIMIZED_TARGET = 0.8
@@ -397,7 +396,7 @@ def check_updated_sample(t: pa.Table, expected: pa.Table, updated_keys: pa.Chunk
 def verify(path: str, built: dict) -> None:
     import hudi
 
-    import hoodie
+    from hudi_streaming import hoodie
 
     expected, base = built["expected"], built["base"]
     ours = hoodie.read_table(path)
@@ -459,9 +458,9 @@ def _best_of(fn, repeat: int) -> tuple[float, int, list[float], float]:
 
 
 def _ours_slice_setup(path: str, read_optimized: bool = False):
-    from hoodie.read import plan_slices
-    from hoodie.slice_reader import SliceRead, read_slice
-    from hoodie.table import HudiTable
+    from hudi_streaming.hoodie.read import plan_slices
+    from hudi_streaming.hoodie.slice_reader import SliceRead, read_slice
+    from hudi_streaming.hoodie.table import HudiTable
 
     table = HudiTable(path)
     slices, max_instant, _ = plan_slices(table)
@@ -487,13 +486,13 @@ def worker_fn(kind: str, path: str, base_file: str):
     if kind == "hudi_slice":
         return _hudi_slice_setup(path)
     if kind == "ours_table":
-        import hoodie
+        from hudi_streaming import hoodie
         return lambda: hoodie.read_table(path)
     if kind == "hudi_table":
         import hudi
         return lambda: hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
     if kind == "ours_ro":
-        import hoodie
+        from hudi_streaming import hoodie
         return lambda: hoodie.read_table(path, read_optimized=True)
     if kind == "ours_ro_slice":
         return _ours_slice_setup(path, read_optimized=True)
@@ -530,8 +529,8 @@ def run_phases(path: str, repeat: int) -> dict:
     ``decode_data_block``, ``merge_with_base``) and ``hoodie.logfile.avro_arrow`` (``_decode_polars``); a name that
     is gone is reported, not fatal. Everything before the first ``scan_blocks`` call is the base file read.
     """
-    import hoodie.logfile.avro_arrow as avro_arrow
-    import hoodie.slice_reader as sr
+    import hudi_streaming.hoodie.logfile.avro_arrow as avro_arrow
+    import hudi_streaming.hoodie.slice_reader as sr
 
     timers: dict[str, float] = {}
     counts: dict[str, int] = {}

@@ -26,14 +26,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def build(table: str, rows: int, updates: int, group_rows: int) -> None:
     import numpy as np
     import pyarrow as pa
 
-    from hoodie.writer import create_table
+    from hudi_streaming.hoodie.writer import create_table
 
     rng = np.random.default_rng(1)
     schema = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("rider", pa.string()), ("driver", pa.string()),
@@ -108,7 +107,6 @@ def main() -> None:
     ap.add_argument("--keep", help="folder to keep (and reuse) the table in")
     args = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     work = Path(args.keep or tempfile.mkdtemp(prefix="bench-stream-"))
     table = str(work / "table")
     if not (work / "table" / ".hoodie").exists():
@@ -117,13 +115,10 @@ def main() -> None:
         print(f"wrote {args.rows:,} rows + {args.updates:,} updates in {time.perf_counter() - t0:.1f} s")
     from pyspark.sql import SparkSession
 
-    from streaming.source import HudiStreamingDataSource
-
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(HudiStreamingDataSource)
     base_files = sorted(glob.glob(f"{table}/**/*.parquet", recursive=True))
 
     def stream_run(fmt: str, i: int) -> tuple[float, int, float]:

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import fastavro
 
-from hoodie.table import HudiTable
-from monitor.monitor import MonitorOptions, StreamMonitor
+from hudi_streaming.hoodie.table import HudiTable
+from hudi_streaming.monitor.monitor import MonitorOptions, StreamMonitor
 
-FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "tables" / "mor_avro__v9_txns_simple_meta.zip"
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "data" / "tables" / "mor_avro__v9_txns_simple_meta.zip"
 T1, C1 = "20260101000000000", "20260101000001000"
 
 

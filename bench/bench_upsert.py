@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,9 +22,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hoodie.writer import create_table  # noqa: E402
+from hudi_streaming.hoodie.writer import create_table  # noqa: E402
 
 SCHEMA = pa.schema([
     ("uuid", pa.string()), ("city", pa.string()), ("ts", pa.int64()), ("fare", pa.float64()),

@@ -1,11 +1,9 @@
 """The Apache Hudi table format in Python: read (and write) Hudi tables exactly as Hudi does, without Spark.
 
-``read_table`` is the batch API; :class:`~hoodie.table.HudiTable` and the timeline / file-system view objects
-behind it serve the streaming monitor.
+``read_table`` is the batch API; :class:`~hudi_streaming.hoodie.table.HudiTable` and the timeline /
+file-system view objects behind it serve the streaming monitor.
 """
-from .errors import CorruptFileError, HoodieError, InvalidTableContentError, UnsupportedTableError
 from .read import read_table
 from .table import HudiTable
 
-__all__ = ["read_table", "HudiTable", "HoodieError", "CorruptFileError", "InvalidTableContentError",
-           "UnsupportedTableError"]
+__all__ = ["read_table", "HudiTable"]

@@ -12,7 +12,7 @@ import zlib
 
 from pydantic import BaseModel, ConfigDict
 
-from .errors import CorruptFileError, UnsupportedTableError
+from ..errors import CorruptFileError, UnsupportedTableError
 from .storage import Storage
 
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
@@ -152,10 +152,6 @@ class TableConfig(BaseModel):
     base_file_format: str = "PARQUET"
     create_schema: str | None = None
     raw: dict[str, str]
-
-    @property
-    def is_mor(self) -> bool:
-        return self.table_type is TableType.MERGE_ON_READ
 
     @property
     def timeline_dir(self) -> str:

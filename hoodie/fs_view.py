@@ -119,10 +119,6 @@ class FileSystemView:
                     base_files.append(bf)
         self._build(base_files, log_files)
 
-    @classmethod
-    def from_listing(cls, storage: Storage, config: TableConfig, timeline: Timeline) -> "FileSystemView":
-        return cls(config, timeline, list_data_files(storage))
-
     # -- construction ----------------------------------------------------------------------------------------
     def _slices(self, partition: str, file_id: str) -> list[FileSlice]:
         return self.groups.setdefault((partition, file_id), [])

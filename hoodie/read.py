@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from .errors import HoodieError, UnsupportedTableError
+from ..errors import HudiStreamingError, UnsupportedTableError
 from .fs_view import FileSlice
 from .scanner import InstantRange
 from .slice_reader import MergeType, SliceRead, read_slice
@@ -28,7 +28,7 @@ def _partition_predicate(table: HudiTable, pf: PartitionFilter | None) -> Callab
     wanted = {k: {v} if isinstance(v, str) else set(map(str, v)) for k, v in pf.items()}
     unknown = set(wanted) - set(table.config.partition_fields)
     if unknown:
-        raise HoodieError(f"{table.url}: partition filter names {sorted(unknown)}, not partition fields "
+        raise HudiStreamingError(f"{table.url}: partition filter names {sorted(unknown)}, not partition fields "
                           f"{table.config.partition_fields}")
     return lambda path: all(table.partition_values(path).get(k) in v for k, v in wanted.items())
 
@@ -84,7 +84,7 @@ def read_table(url: str, columns: list[str] | None = None, as_of: str | None = N
     if columns is not None:
         unknown = [c for c in columns if c not in full.names]
         if unknown:
-            raise HoodieError(f"{url}: unknown columns {unknown}; the table has {full.names}")
+            raise HudiStreamingError(f"{url}: unknown columns {unknown}; the table has {full.names}")
     slices, max_instant, rng = plan_slices(table, as_of=as_of, start=start, end=end,
                                            partition_filter=partition_filter)
     req = SliceRead(table, read_schema(table, full, columns, rng is not None), max_instant, rng,

@@ -15,7 +15,7 @@ from .logfile.format import BlockType, LogBlock
 from .logfile.reader import iter_blocks
 from .storage import Storage
 
-log = logging.getLogger("hoodie.scanner")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .errors import InvalidTableContentError
+from ..errors import InvalidTableContentError
 
 
 @dataclass(frozen=True)

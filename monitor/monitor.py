@@ -18,20 +18,17 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
-from hoodie.errors import HoodieError
-from hoodie.fs_view import FileSlice, FileSystemView
-from hoodie.storage import FileInfo
-from hoodie.table import HudiTable
-from hoodie.timeline import Action, TimelineEntry
+from ..errors import DataLossError
+from ..hoodie.fs_view import FileSlice, FileSystemView
+from ..hoodie.storage import FileInfo
+from ..hoodie.table import HudiTable
+from ..hoodie.timeline import Action, TimelineEntry
 
 from .schema_check import check_instant_schema
 from .split import LogRef, PriorSlice, Split
 
-log = logging.getLogger("hudi_streaming.monitor")
+log = logging.getLogger(__name__)
 
-
-class DataLossError(HoodieError):
-    """The range the stream must read next is no longer readable (cleaned files, missing metadata)."""
 
 
 class Cursor(BaseModel):

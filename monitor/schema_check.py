@@ -13,13 +13,10 @@ import json
 
 import pyarrow as pa
 
-from hoodie.errors import HoodieError
-from hoodie.logfile.avro_arrow import arrow_schema_from_avro
-from hoodie.table import META_COLUMNS
+from ..errors import SchemaChangeError
+from ..hoodie.logfile.avro_arrow import arrow_schema_from_avro
+from ..hoodie.table import META_COLUMNS
 
-
-class SchemaChangeError(HoodieError):
-    """An instant's schema differs from the stream's in a way the stream cannot deliver."""
 
 
 _WIDENINGS = {

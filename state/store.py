@@ -21,11 +21,11 @@ import re
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from hoodie.errors import HoodieError
-from hoodie.storage import Storage
-from monitor import Cursor, Split
+from ..errors import StateError
+from ..hoodie.storage import Storage
+from ..monitor import Cursor, Split
 
-log = logging.getLogger("hudi_streaming.state")
+log = logging.getLogger(__name__)
 
 FORMAT = "hudi-streaming-state"
 FORMAT_VERSION = 2  # 1: splits inline in the state file (still read)
@@ -33,9 +33,6 @@ KEEP_VERSIONS = 10
 _FILE = re.compile(r"^state-(\d{12})\.json$")
 _SEGMENT = re.compile(r"^splits-\d{12}-\d{12}\.json$")
 
-
-class StateError(HoodieError):
-    """The state location holds something that cannot be trusted (torn, foreign, or inconsistent)."""
 
 
 class PlannedSplit(BaseModel):

@@ -24,23 +24,19 @@ from collections.abc import Iterable, Sequence
 import fsspec
 import pyarrow as pa
 
-from hoodie.errors import HoodieError
-from hoodie.logfile.blocks import decode_data_block, decode_delete_block
-from hoodie.logfile.format import BlockType, HeaderKey, parse_log_file_name
-from hoodie.logfile.reader import iter_blocks
-from hoodie.read import read_table
-from hoodie.table import HudiTable
-from hoodie.timeline import Action
-from monitor.monitor import MonitorOptions, StreamMonitor
-from state import StateStore
+from ..errors import HudiStreamingError, NotFoundError, OptionError
+from ..hoodie.logfile.blocks import decode_data_block, decode_delete_block
+from ..hoodie.logfile.format import BlockType, HeaderKey, parse_log_file_name
+from ..hoodie.logfile.reader import iter_blocks
+from ..hoodie.read import read_table
+from ..hoodie.table import HudiTable
+from ..hoodie.timeline import Action
+from ..monitor.monitor import MonitorOptions, StreamMonitor
+from ..state import StateStore
 
 USER_ERROR, INTERNAL_ERROR = 2, 1
 #: Widest cell of record listings; longer values end in "…" so a row stays on one screen line.
 CELL_WIDTH = 40
-
-
-class UserError(Exception):
-    """A mistake the user can correct (bad argument, missing file); reported without a traceback."""
 
 
 # --- output ---------------------------------------------------------------------------------------------------
@@ -99,12 +95,6 @@ def _limited(items: list, limit: int | None, *, keep_last: bool = False) -> tupl
     return (items[len(items) - limit:] if keep_last else items[:limit]), len(items) - limit
 
 
-def _progress(message: str) -> None:
-    """Progress of long work, on stderr so stdout stays the result; stdout is flushed first to keep order."""
-    sys.stdout.flush()
-    print(f"... {message}", file=sys.stderr, flush=True)
-
-
 # --- inspect TABLE_URL --------------------------------------------------------------------------------------
 
 def _resolve(url: str) -> tuple[fsspec.AbstractFileSystem, str]:
@@ -116,9 +106,9 @@ def _resolve(url: str) -> tuple[fsspec.AbstractFileSystem, str]:
     try:
         fs, path = fsspec.core.url_to_fs(url)
     except (ValueError, ImportError) as e:
-        raise UserError(f"{url}: {e}") from None
+        raise OptionError(f"{url}: {e}") from None
     if not fs.exists(path):
-        raise UserError(f"{url}: no such file or directory")
+        raise NotFoundError(f"{url}: no such file or directory")
     return fs, path
 
 
@@ -136,7 +126,7 @@ def _action_label(table: HudiTable, entry) -> str:
         try:  # layout 1 names no clustering plan: only the commit's operation type tells
             if table.timeline.is_clustering(entry):
                 return Action.CLUSTERING.value
-        except HoodieError:
+        except HudiStreamingError:
             pass  # unreadable metadata: show the plain action rather than fail the whole listing
     return entry.action.value
 
@@ -217,7 +207,7 @@ def inspect_log(url: str, *, records: int = 0) -> None:
     """Print every block of one log file; with ``records`` also the first records of each block."""
     fs, path = _resolve(url)
     if fs.isdir(path):
-        raise UserError(f"{url}: is a directory, not a log file (use 'inspect TABLE_URL' for tables)")
+        raise OptionError(f"{url}: is a directory, not a log file (use 'inspect TABLE_URL' for tables)")
     data = fs.cat_file(path)
     name = parse_log_file_name(path)
     print(format_table([
@@ -238,7 +228,7 @@ def inspect_log(url: str, *, records: int = 0) -> None:
             elif b.type is BlockType.DELETE:
                 decoded[i] = decode_delete_block(b)
                 count = len(decoded[i].record_keys)
-        except HoodieError as e:
+        except HudiStreamingError as e:
             count = "!"
             notes.append(f"block {i}: cannot decode: {e}")
         kind = b.type.name
@@ -277,7 +267,7 @@ def read(url: str, *, columns: list[str] | None, as_of: str | None, start: str |
          limit: int) -> None:
     """Print the row count of a query and its first ``limit`` rows."""
     if as_of and (start or end):
-        raise UserError("--as-of is a snapshot query and cannot be combined with --start/--end (incremental)")
+        raise OptionError("--as-of is a snapshot query and cannot be combined with --start/--end (incremental)")
     _resolve(url)
     t = read_table(url, columns=columns, as_of=as_of, start=start, end=end)
     query = (f"incremental ({start or 'beginning'}, {end or 'latest'}]" if start or end
@@ -297,14 +287,14 @@ def demo(commits: int, keys: int) -> None:
     from .demo import run_demo
 
     if not run_demo(commits=commits, keys=keys):
-        raise UserError("demo: the streamed state differs from the table (see above)")
+        raise HudiStreamingError("demo: the streamed state differs from the table (see above)")
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage mistakes like every other error: one line, exit code 2."""
 
     def error(self, message: str):
-        raise UserError(f"{message} (see '{self.prog} --help')")
+        raise OptionError(f"{message} (see '{self.prog} --help')")
 
 
 
@@ -323,7 +313,7 @@ def show_state(location: str, *, limit: int | None = None) -> None:
     but not yet committed (what a restarted query delivers first)."""
     state = StateStore(location).newest()
     if state is None:
-        raise UserError(f"{location}: no hudi-streaming state files here (is it the stream's stateLocation?)")
+        raise NotFoundError(f"{location}: no hudi-streaming state files here (is it the stream's stateLocation?)")
     pending = state.pending_from(state.committed_seq)
     behind = "-"
     try:
@@ -332,7 +322,7 @@ def show_state(location: str, *, limit: int | None = None) -> None:
         after, _ = monitor.completed_after(state.cursor)
         behind = (f"{_plural(len(after), 'completed instant')} (newest {after[-1].requested_time})" if after
                   else "none: caught up")
-    except (HoodieError, OSError) as e:
+    except (HudiStreamingError, OSError) as e:
         behind = f"unknown: the table does not open ({e})"
     cursor = state.cursor
     print(format_table([
@@ -404,14 +394,14 @@ def _run(args: argparse.Namespace) -> None:
         target = args.target
         if len(target) == 2 and target[0] == "log":
             if args.instants_only or args.limit is not None:
-                raise UserError("--instants-only and --limit apply to tables, not to 'inspect log'")
+                raise OptionError("--instants-only and --limit apply to tables, not to 'inspect log'")
             inspect_log(target[1], records=args.records)
         elif len(target) == 1:
             if args.records:
-                raise UserError("--records applies to 'inspect log FILE'")
+                raise OptionError("--records applies to 'inspect log FILE'")
             inspect_table(target[0], limit=args.limit, instants_only=args.instants_only)
         else:
-            raise UserError("inspect takes TABLE_URL, or 'log' and one FILE")
+            raise OptionError("inspect takes TABLE_URL, or 'log' and one FILE")
     elif args.command == "read":
         columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
         read(args.table_url, columns=columns, as_of=args.as_of, start=args.start, end=args.end, limit=args.limit)
@@ -439,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError):
             pass
         return 0
-    except (UserError, HoodieError, OSError) as e:
+    except (HudiStreamingError, OSError) as e:
         return _fail(USER_ERROR, str(e) or type(e).__name__, verbose)
     except Exception as e:  # a bug: still one line unless asked for more
         hint = "" if verbose else " (run with --verbose for the traceback)"

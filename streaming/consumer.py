@@ -15,16 +15,16 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodie.fs_view import BaseFile, FileSlice, LogFile
-from hoodie.logfile.format import parse_log_file_name
-from hoodie.read import read_schema
-from hoodie.scanner import InstantRange
-from hoodie.slice_reader import MergeType, SliceRead, align, read_slice_and_before, read_slice_changes
-from hoodie.table import COMMIT_TIME, RECORD_KEY, HudiTable
-from monitor.monitor import DataLossError
-from monitor.split import PriorSlice, Split
+from ..errors import DataLossError
+from ..hoodie.fs_view import BaseFile, FileSlice, LogFile
+from ..hoodie.logfile.format import parse_log_file_name
+from ..hoodie.read import read_schema
+from ..hoodie.scanner import InstantRange
+from ..hoodie.slice_reader import MergeType, SliceRead, align, read_slice_and_before, read_slice_changes
+from ..hoodie.table import COMMIT_TIME, RECORD_KEY, HudiTable
+from ..monitor.split import PriorSlice, Split
 
-log = logging.getLogger("hudi_streaming.consumer")
+log = logging.getLogger(__name__)
 
 CHANGE_TYPE = "_change_type"
 INSERT, UPDATE_PRE, UPDATE_POST, DELETE = "insert", "update_preimage", "update_postimage", "delete"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 def run_demo(workdir: str | None = None, commits: int = 12, keys: int = 400, out=sys.stdout) -> bool:
     """Run the demo; returns True when the streamed state equals the table (prints a report to ``out``)."""
-    import hoodie
-    from hoodie.writer.loadgen import LoadGenerator
+    from .. import hoodie
+    from ..hoodie.writer.loadgen import LoadGenerator
 
     from .local_spark import local_spark
 

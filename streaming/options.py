@@ -12,15 +12,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..errors import OptionError
+
 
 class ReadMode(str, enum.Enum):
     UPSERT = "upsert"
     CHANGELOG = "changelog"
-
-
-class DataLossPolicy(str, enum.Enum):
-    FAIL = "fail"
-    SNAPSHOT = "snapshot"
 
 
 class SourceOptions(BaseModel):
@@ -82,13 +79,9 @@ class SourceOptions(BaseModel):
         return out
 
 
-class OptionError(ValueError):
-    """An invalid option: one line naming the option and what is wrong."""
-
 
 _NAMES = {(f.alias or name).lower(): (f.alias or name) for name, f in SourceOptions.model_fields.items()
           if name not in ("hoodie", "storage")}
-_PASSTHROUGH = ("hoodie.", "fs.", "storage.")
 
 
 def parse_options(options: dict[str, str]) -> SourceOptions:

@@ -24,16 +24,17 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
-from hoodie.read import incremental_instants, plan_slices
-from hoodie.table import HudiTable
-from hoodie.timeline import CommitCheck
-from monitor.monitor import Cursor, DataLossError, MonitorOptions, Plan, StreamMonitor
-from state import PlannedSplit, StateError, StateStore, StreamState
+from ..errors import DataLossError, OptionError, StateError
+from ..hoodie.read import incremental_instants, plan_slices
+from ..hoodie.table import HudiTable
+from ..hoodie.timeline import CommitCheck
+from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
+from ..state import PlannedSplit, StateStore, StreamState
 
 from .consumer import SplitRange, consume, output_schema, read_columns
-from .options import OptionError, ReadMode, SourceOptions, parse_options
+from .options import ReadMode, SourceOptions, parse_options
 
-log = logging.getLogger("hudi_streaming.source")
+log = logging.getLogger(__name__)
 
 #: how often an idle stream lists the timeline (latestOffset is called every trigger)
 POLL_INTERVAL_SECONDS = 1.0

@@ -1,14 +1,12 @@
-"""Shared test fixtures: the real Hudi tables and log files in ``../shared/fixtures``, unzipped unchanged."""
+"""Shared test fixtures: the real Hudi tables and log files in ``tests/data``, unzipped unchanged."""
 from __future__ import annotations
 
-import os
 import zipfile
 from pathlib import Path
 
 import pytest
 
-SHARED = Path(os.environ.get("HUDI_STREAMING_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
-FIXTURES = SHARED / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "data"
 TABLE_ZIPS = sorted((FIXTURES / "tables").glob("*.zip"))
 LOG_FILES = sorted(p for p in (FIXTURES / "log_files").glob("*/.*") if ".log." in p.name)
 
@@ -52,7 +50,7 @@ def unzip_fixture(fixtures_root):
 @pytest.fixture(scope="session")
 def spark():
     """One local Spark session for the whole test run (start-up costs seconds; sessions are shared)."""
-    from streaming.local_spark import local_spark
+    from hudi_streaming.streaming.local_spark import local_spark
 
     session = local_spark("hudi-streaming-tests")
     yield session

@@ -6,7 +6,6 @@ same thing; :func:`normalise_gold` maps exactly those (and nothing else), so eve
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from pathlib import Path
 
@@ -68,10 +67,3 @@ def assert_same_rows(ours: pa.Table, gold: pa.Table, what: str) -> None:
     missing, extra = b - a, a - b
     assert not missing and not extra, \
         f"{what}: rows differ\n  missing: {list(missing)[:3]}\n  unexpected: {list(extra)[:3]}"
-
-
-def scala_windows(script: Path) -> dict[str, tuple[str, str]]:
-    """The incremental windows a gold-generating Scala script declares: ("name", "start", "end") tuples."""
-    text = script.read_text()
-    return {m.group(1): (m.group(2), m.group(3))
-            for m in re.finditer(r'\(\s*"(\w+)"\s*,\s*"(\d+)"\s*,\s*"(\d+)"\s*\)', text)}

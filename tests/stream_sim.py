@@ -10,8 +10,8 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-from streaming.options import parse_options
-from streaming.source import HudiStreamReader, _arrow_schema
+from hudi_streaming.streaming.options import parse_options
+from hudi_streaming.streaming.source import HudiStreamReader, _arrow_schema
 
 
 def make_reader(table: str, state: str, **options: str) -> HudiStreamReader:

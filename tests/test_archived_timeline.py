@@ -33,12 +33,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import hoodie
-from hoodie.errors import CorruptFileError
-from hoodie.logfile.format import BlockType, HeaderKey
-from hoodie.logfile.reader import iter_blocks
-from hoodie.logfile.writer import encode_avro_data_block, encode_block
-from hoodie.timeline.instant import mtime_to_instant
+from hudi_streaming import hoodie
+from hudi_streaming.errors import CorruptFileError
+from hudi_streaming.hoodie.logfile.format import BlockType, HeaderKey
+from hudi_streaming.hoodie.logfile.reader import iter_blocks
+from hudi_streaming.hoodie.logfile.writer import encode_avro_data_block, encode_block
+from hudi_streaming.hoodie.timeline.instant import mtime_to_instant
 from test_hudi_rs_oracle import assert_same_as_hudi_rs, rs_table
 
 from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder

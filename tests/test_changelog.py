@@ -14,7 +14,7 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
-from hoodie.writer import create_table
+from hudi_streaming.hoodie.writer import create_table
 from stream_sim import make_reader, resume, run_batches
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string())])
@@ -101,8 +101,8 @@ def test_upsert_mode_marks_inserts_and_updates_by_the_earlier_state(tmp_path):
 
 def test_start_at_an_archived_instant_reads_the_archived_timeline(tmp_path):
     """startingInstant older than the active timeline: the archived instants' changes come first, none lost."""
-    from hoodie import HudiTable
-    from hoodie.writer.loadgen import LoadGenerator
+    from hudi_streaming.hoodie import HudiTable
+    from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
 
     table = str(tmp_path / "table")
     gen = LoadGenerator(table, keys=50, partitions=2, seed=3, batch=10, late_share=0.0, delete_every=0)
@@ -119,7 +119,7 @@ def test_start_at_an_archived_instant_reads_the_archived_timeline(tmp_path):
 def test_prior_slice_cleaned_before_the_read(emit_deletes, tmp_path, caplog):
     """Copy-on-write: when the cleaner removed the prior slice between planning and reading, upsert mode labels
     the rows inserts (with a warning); delivering deletes or pre-images needs it, so that is data loss."""
-    from monitor.monitor import DataLossError
+    from hudi_streaming.errors import DataLossError
 
     table = str(tmp_path / "table")
     w = create_table(table, "prior", SCHEMA, "id", [], "ts", table_type="COPY_ON_WRITE", version=9)

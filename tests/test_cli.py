@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import LOG_FILES
-from streaming.cli import format_table, main
+from hudi_streaming.streaming.cli import format_table, main
 
 V6, V9 = "mor_avro__v6_trips_8i3d", "mor_avro__v9_txns_simple_meta"
 _TIMELINE_FILE = re.compile(r"^(\d{17})(?:_(\d{17}))?\.([a-z]+)(\.requested|\.inflight)?$")
@@ -196,7 +196,7 @@ def test_inspect_log_shows_blocks(kind, block_type, instant, target, records, ca
 @pytest.mark.parametrize("name", ["mor_avro__table_log_only", "mor_avro__v9_mor_nonpart_3commits"])
 def test_inspect_log_record_counts_match_the_commit_metadata(name, unzip_fixture, capsys):
     """Hudi's write stats count what each log file received: numWrites data records, numDeletes keys."""
-    from hoodie.table import HudiTable
+    from hudi_streaming.hoodie.table import HudiTable
 
     table = unzip_fixture(name).table
     timeline = HudiTable(str(table)).timeline

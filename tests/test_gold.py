@@ -1,13 +1,15 @@
 """Every fixture table read by ``hoodie.read_table`` equals what Spark + Hudi returned (the gold outputs)."""
 from __future__ import annotations
 
+import csv
 import json
+import zipfile
 
 import pytest
 
-import hoodie
-from conftest import FIXTURES, fixture_names
-from gold import assert_same_rows, read_gold, scala_windows
+from hudi_streaming import hoodie
+from conftest import FIXTURES, LOG_FILES, fixture_names
+from gold import assert_same_rows, read_gold
 
 # Tables without gold output are still read by the codec and hudi-rs tests.
 NO_GOLD = {"mor_avro__table_hfile_log_block": "the zip has no gold output (HFile blocks belong to the metadata "
@@ -23,7 +25,6 @@ def test_snapshot_equals_gold(name, unzip_fixture):
 
 
 def _option_cases():
-    import zipfile
     for name in fixture_names():
         with zipfile.ZipFile(FIXTURES / "tables" / f"{name}.zip") as z:
             manifest = [n for n in z.namelist() if n.endswith("gold_options/manifest.json")]
@@ -41,11 +42,14 @@ def test_gold_options(name, case, unzip_fixture):
     assert_same_rows(ours, read_gold(fx.root / "gold_options" / case["name"]), f"{name} {case['name']}")
 
 
+def _incremental_windows() -> list[dict]:
+    with open(FIXTURES / "incremental_windows.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
 def _incremental_cases():
-    for script in sorted((FIXTURES / "sql").glob("*.gold.scala")):
-        name = script.name.removesuffix(".gold.scala")
-        for window, (start, end) in scala_windows(script).items():
-            yield pytest.param(name, window, start, end, id=f"{name}-{window}")
+    for w in _incremental_windows():
+        yield pytest.param(w["table"], w["window"], w["start"], w["end"], id=f"{w['table']}-{w['window']}")
 
 
 @pytest.mark.parametrize("name,window,start,end", list(_incremental_cases()))
@@ -53,3 +57,21 @@ def test_gold_incremental(name, window, start, end, unzip_fixture):
     fx = unzip_fixture(name)
     ours = hoodie.read_table(str(fx.table), start=start, end=end)
     assert_same_rows(ours, read_gold(fx.table / "gold_incremental" / window), f"{name} {window}")
+
+
+def test_the_fixture_set_is_complete():
+    """The suite can never shrink silently: a lost zip, gold case or window fails here, not as fewer tests."""
+    assert len(fixture_names()) == 56
+    assert len([n for n in fixture_names() if n not in NO_GOLD]) == 55
+    assert len(list(_option_cases())) == 148
+    assert len(LOG_FILES) == 4
+    assert sorted(p.name for p in (FIXTURES / "commit_metadata").iterdir()) == ["v6_commit.json",
+                                                                             "v8_deltacommit.avro"]
+    # every gold_incremental window in the zips is listed in incremental_windows.csv, and only those
+    in_zips = set()
+    for name in fixture_names():
+        with zipfile.ZipFile(FIXTURES / "tables" / f"{name}.zip") as z:
+            in_zips |= {(name, n.split("gold_incremental/")[1].split("/")[0]) for n in z.namelist()
+                        if "gold_incremental/" in n and n.split("gold_incremental/")[1].split("/")[0]}
+    assert {(w["table"], w["window"]) for w in _incremental_windows()} == in_zips
+    assert len(in_zips) == 7

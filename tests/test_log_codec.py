@@ -23,10 +23,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import LOG_FILES, SHARED, TABLE_ZIPS
-from hoodie.errors import CorruptFileError, HoodieError, UnsupportedTableError
-from hoodie.logfile.blocks import DeleteRecords, decode_data_block, decode_delete_block, read_hfile_cells
-from hoodie.logfile.format import (
+from conftest import FIXTURES, LOG_FILES, TABLE_ZIPS
+from hudi_streaming.errors import CorruptFileError, HudiStreamingError, UnsupportedTableError
+from hudi_streaming.hoodie.logfile.blocks import DeleteRecords, decode_data_block, decode_delete_block, read_hfile_cells
+from hudi_streaming.hoodie.logfile.format import (
     DELETE_RECORD_LIST_SCHEMA,
     MAGIC,
     BlockType,
@@ -37,8 +37,8 @@ from hoodie.logfile.format import (
     make_log_file_name,
     parse_log_file_name,
 )
-from hoodie.logfile.reader import iter_blocks, read_log_file
-from hoodie.logfile.writer import (
+from hudi_streaming.hoodie.logfile.reader import iter_blocks, read_log_file
+from hudi_streaming.hoodie.logfile.writer import (
     COMMIT_TIME_DELETE,
     encode_avro_data_block,
     encode_block,
@@ -46,9 +46,9 @@ from hoodie.logfile.writer import (
     encode_parquet_data_block,
     encode_rollback_block,
 )
-from hoodie.storage import Storage
+from hudi_streaming.hoodie.storage import Storage
 
-SPEC = SHARED / "spec"
+SPEC = FIXTURES / "avro"
 INSTANT = re.compile(r"^\d{17}$")
 I32 = struct.Struct(">i")
 I64 = struct.Struct(">q")
@@ -282,13 +282,13 @@ def test_every_block_of_every_table_log_file(name, unzip_fixture):
 def test_corrupt_tail_block(unzip_fixture, caplog):
     fx = unzip_fixture("mor_avro__table_corrupt_tail_block")
     (path,) = [p for p in _table_log_files(fx.table) if "20260607061228578" in p.name]
-    with caplog.at_level(logging.WARNING, logger="hoodie.logfile"):
+    with caplog.at_level(logging.WARNING, logger="hudi_streaming.hoodie.logfile.reader"):
         good, corrupt = iter_blocks(path.read_bytes(), str(path))
     assert [r["key"] for r in decode_data_block(good).to_pylist()] == ["k2"]
     assert corrupt.is_corrupt and (corrupt.offset, corrupt.size) == (884, 18)
     assert corrupt.offset + corrupt.size == path.stat().st_size
     assert corrupt.header == {} and bytes(corrupt.content[:6]) == MAGIC
-    (warning,) = [r for r in caplog.records if r.name == "hoodie.logfile"]
+    (warning,) = [r for r in caplog.records if r.name == "hudi_streaming.hoodie.logfile.reader"]
     assert str(path) in warning.getMessage() and "884" in warning.getMessage()
 
 
@@ -674,7 +674,7 @@ def test_bit_flips_are_caught_by_framing_or_stay_inside_one_block(name):
     """Every single-bit flip: only a flip of a block's version raises (as in Hudi); every other block comes
     out unchanged, except the preceding one when the flip hits a magic (Hudi's next-magic check); the
     damaged block is CORRUPT whenever a magic, size, count or length was hit, and otherwise (the format
-    has no checksum) it is parsed exactly as the damaged bytes say and decodes or raises a HoodieError."""
+    has no checksum) it is parsed exactly as the damaged bytes say and decodes or raises a HudiStreamingError."""
     data, blocks = _damage_subject(name)
     for pos in range(len(data)):
         k = next(i for i, b in enumerate(blocks) if b.offset <= pos < b.offset + b.size)
@@ -708,7 +708,7 @@ def _decode_or_hoodie_error(block: LogBlock) -> None:
             decode_delete_block(block)
         elif block.is_data or block.type is BlockType.CDC_DATA:
             decode_data_block(block)
-    except HoodieError:
+    except HudiStreamingError:
         pass
 
 

@@ -6,7 +6,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-import hoodie
+import hudi_streaming
+from hudi_streaming import hoodie
 from gold import assert_same_rows, read_gold
 
 V9 = "mor_avro__v9_txns_simple_meta"
@@ -40,12 +41,12 @@ def test_partition_filter_dict_and_callable(unzip_fixture):
 
 
 def test_partition_filter_on_unknown_field_is_an_error(unzip_fixture):
-    with pytest.raises(hoodie.HoodieError, match="not partition fields"):
+    with pytest.raises(hudi_streaming.HudiStreamingError, match="not partition fields"):
         hoodie.read_table(str(unzip_fixture(V9).table), partition_filter={"country": "x"})
 
 
 def test_unknown_column_is_an_error_listing_the_columns(unzip_fixture):
-    with pytest.raises(hoodie.HoodieError, match="unknown columns.*nope.*txn_id"):
+    with pytest.raises(hudi_streaming.HudiStreamingError, match="unknown columns.*nope.*txn_id"):
         hoodie.read_table(str(unzip_fixture(V9).table), columns=["txn_id", "nope"])
 
 

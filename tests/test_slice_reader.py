@@ -4,10 +4,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-import hoodie
-from hoodie.read import plan_slices
-from hoodie.scanner import ScanStats
-from hoodie.slice_reader import MergeType, SliceRead, read_slice
+from hudi_streaming import hoodie
+from hudi_streaming.hoodie.read import plan_slices
+from hudi_streaming.hoodie.scanner import ScanStats
+from hudi_streaming.hoodie.slice_reader import MergeType, SliceRead, read_slice
 
 MULTI_LOG = ["mor_avro__v9_mor_8i4u_commit_time", "mor_avro__v6_trips_8i3d", "mor_parquet__v6_nonpartitioned_rollback",
              "mor_avro__table_partial_update_event_time"]

@@ -6,7 +6,7 @@ import shutil
 import pyarrow as pa
 import pytest
 
-import hoodie
+from hudi_streaming import hoodie
 from gold import assert_same_rows, normalise_gold, read_gold
 
 V9 = "mor_avro__v9_txns_simple_meta"

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 
-import hoodie
-from hoodie.writer import create_table
-from monitor.monitor import DataLossError
+from hudi_streaming import hoodie
+from hudi_streaming.hoodie.writer import create_table
+from hudi_streaming.errors import DataLossError
 from stream_sim import make_reader, resume, run_batches
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))

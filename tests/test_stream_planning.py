@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import hoodie
+from hudi_streaming import hoodie
 from stream_sim import make_reader, resume, run_batches
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
@@ -138,7 +138,7 @@ def test_restart_replays_the_same_batch(unzip_fixture, tmp_path):
 
 def test_offset_inside_a_split_of_another_row_order_is_refused(unzip_fixture, tmp_path):
     """A checkpoint from a version that ordered split rows differently resumes at split boundaries only."""
-    from state import StateError
+    from hudi_streaming.errors import StateError
     table = _copy(unzip_fixture, V9, tmp_path)
     reader = make_reader(str(table), str(tmp_path / "state"), maxRowsPerTrigger="5")
     start = reader.initialOffset()
@@ -154,7 +154,7 @@ def test_offset_inside_a_split_of_another_row_order_is_refused(unzip_fixture, tm
 
 
 def test_state_of_another_table_is_refused(unzip_fixture, tmp_path):
-    from state import StateError
+    from hudi_streaming.errors import StateError
     a = _copy(unzip_fixture, V9, tmp_path / "a")
     b = _copy(unzip_fixture, V6, tmp_path / "b")
     state = str(tmp_path / "state")
@@ -164,7 +164,7 @@ def test_state_of_another_table_is_refused(unzip_fixture, tmp_path):
 
 
 def test_torn_state_file_is_refused(unzip_fixture, tmp_path):
-    from state import StateError
+    from hudi_streaming.errors import StateError
     table = _copy(unzip_fixture, V9, tmp_path)
     state = tmp_path / "state"
     run_batches(make_reader(str(table), str(state)))
@@ -198,7 +198,7 @@ def test_committing_batches_does_not_rewrite_the_split_queue(unzip_fixture, tmp_
 
 @pytest.mark.parametrize("damage", ["torn", "missing"])
 def test_damaged_split_segment_is_refused(damage, unzip_fixture, tmp_path):
-    from state import StateError
+    from hudi_streaming.errors import StateError
     table = _copy(unzip_fixture, V9, tmp_path)
     state = tmp_path / "state"
     reader = make_reader(str(table), str(state), maxSplitsPerTrigger="1")
@@ -213,7 +213,7 @@ def test_damaged_split_segment_is_refused(damage, unzip_fixture, tmp_path):
 
 
 def test_cleaned_files_fail_or_fall_back_to_a_snapshot(unzip_fixture, tmp_path):
-    from monitor.monitor import DataLossError
+    from hudi_streaming.errors import DataLossError
     table, reveal, reader, _ = _following(unzip_fixture, V9, tmp_path, state="s1")
     second = reveal.reveal_next()
     written = hoodie.HudiTable(str(table)).timeline.commit_metadata(second).written_paths()
@@ -229,7 +229,8 @@ def test_cleaned_files_fail_or_fall_back_to_a_snapshot(unzip_fixture, tmp_path):
 
 
 def test_unknown_option_lists_valid_ones(tmp_path):
-    from streaming.options import OptionError, parse_options
+    from hudi_streaming.errors import OptionError
+    from hudi_streaming.streaming.options import parse_options
     with pytest.raises(OptionError, match="maxRowsPerTrigger"):
         parse_options({"path": str(tmp_path), "maxRowsPerTriger": "1"})
 
@@ -243,7 +244,7 @@ def test_skip_compaction_off_plans_compaction_without_duplicating_rows(unzip_fix
 
 
 def test_added_column_stops_the_stream_unless_allowed(unzip_fixture, tmp_path):
-    from monitor.schema_check import SchemaChangeError
+    from hudi_streaming.errors import SchemaChangeError
     table = _copy(unzip_fixture, "mor_avro__table_evo_add_col", tmp_path)
     reveal = TimelineReveal(table, tmp_path / "hidden")
     reveal.reveal_next()
@@ -263,7 +264,8 @@ def test_added_column_stops_the_stream_unless_allowed(unzip_fixture, tmp_path):
 
 def test_incompatible_type_change_is_refused_even_when_allowed():
     import pyarrow as pa
-    from monitor.schema_check import SchemaChangeError, check_instant_schema
+    from hudi_streaming.errors import SchemaChangeError
+    from hudi_streaming.monitor.schema_check import check_instant_schema
     reference = pa.schema([("id", pa.string()), ("n", pa.int64()), ("x", pa.int32())])
     schema = ('{"type":"record","name":"r","fields":[{"name":"id","type":"string"},'
               '{"name":"n","type":"string"},{"name":"x","type":"long"}]}')
@@ -300,7 +302,7 @@ def test_executors_read_planned_splits_without_the_timeline(name, unzip_fixture,
     """Splits name their exact files and the driver ships the read columns (and, on v6, which instants are
     committed): a task lists no timeline (on object stores a listing per task would cost more than reading a
     small split)."""
-    from hoodie.timeline import Timeline
+    from hudi_streaming.hoodie.timeline import Timeline
     table = _copy(unzip_fixture, name, tmp_path)
     reader = make_reader(str(table), str(tmp_path / "state"), emitDeletes="true")
     start = reader.initialOffset()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-import hoodie
+from hudi_streaming import hoodie
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
 from reveal import TimelineReveal  # noqa: E402
@@ -34,7 +34,7 @@ class Driver:
     """One run of the streaming driver in its own process group, with its output collected."""
 
     def __init__(self, table: Path, work: Path, options: dict, until_caught_up: bool = False):
-        env = dict(os.environ, PYTHONPATH=str(REPO), PYSPARK_PYTHON=sys.executable)
+        env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
         cmd = [sys.executable, str(DRIVER), "--table", str(table), "--work", str(work),
                "--options", json.dumps(options)] + (["--until-caught-up"] if until_caught_up else [])
         self.proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.PIPE,
@@ -115,7 +115,7 @@ def test_replayed_fixture_table_killed_stream_delivers_each_change_once(name, ki
 
 def _live_writer(table: Path, late_share: float, retain_commits: int = 5):
     """The project's writer with table services: returns (steps written so far, advance)."""
-    from hoodie.writer.loadgen import LoadGenerator
+    from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
 
     gen = LoadGenerator(str(table), keys=300, partitions=3, seed=11, batch=40, name="e2e", late_share=late_share)
     steps = [gen.step()]

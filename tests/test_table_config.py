@@ -6,9 +6,9 @@ import zlib
 import fsspec
 import pytest
 
-from hoodie.config import MergeMode, TableConfig, load_table_config, parse_java_properties
-from hoodie.errors import CorruptFileError, UnsupportedTableError
-from hoodie.storage import Storage
+from hudi_streaming.hoodie.config import MergeMode, TableConfig, load_table_config, parse_java_properties
+from hudi_streaming.errors import CorruptFileError, UnsupportedTableError
+from hudi_streaming.hoodie.storage import Storage
 
 
 def test_java_properties_escapes_and_continuations():

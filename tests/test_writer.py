@@ -23,19 +23,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import hoodie
-from hoodie.config import MergeMode, load_table_config
-from hoodie.fs_view import list_data_files
-from hoodie.logfile.format import BlockType, HeaderKey
-from hoodie.logfile.reader import read_log_file
-from hoodie.storage import Storage
-from hoodie.timeline import Timeline
-from hoodie.writer import HudiWriter, create_table
-from hoodie.writer import avro_meta
-from hoodie.writer.index import INDEX_DIR, MAX_DELTAS
-from hoodie.writer.loadgen import SCHEMA, LoadGenerator, completed_steps
-from hoodie.writer.props import escape_java_property, render_properties
-from hoodie.writer.timeline_io import TimelineFiles
+import hudi_streaming
+from hudi_streaming import hoodie
+from hudi_streaming.hoodie.config import MergeMode, load_table_config
+from hudi_streaming.hoodie.fs_view import list_data_files
+from hudi_streaming.hoodie.logfile.format import BlockType, HeaderKey
+from hudi_streaming.hoodie.logfile.reader import read_log_file
+from hudi_streaming.hoodie.storage import Storage
+from hudi_streaming.hoodie.timeline import Timeline
+from hudi_streaming.hoodie.writer import HudiWriter, create_table
+from hudi_streaming.hoodie.writer import avro_meta
+from hudi_streaming.hoodie.writer.index import INDEX_DIR, MAX_DELTAS
+from hudi_streaming.hoodie.writer.loadgen import SCHEMA, LoadGenerator, completed_steps
+from hudi_streaming.hoodie.writer.props import escape_java_property, render_properties
+from hudi_streaming.hoodie.writer.timeline_io import TimelineFiles
 
 from hudi import HudiReadOptions, HudiTableBuilder
 
@@ -369,7 +370,7 @@ def test_properties_timeline_and_file_names(tmp_path, version):
 
 
 def test_java_properties_escaping_round_trips():
-    from hoodie.config import parse_java_properties
+    from hudi_streaming.hoodie.config import parse_java_properties
     props = {"a key": " lead =:#!\\ é 漢 \t\n end", "hoodie.table.create.schema": '{"type":"record"}', "empty": ""}
     text = render_properties(props, "Updated at x").decode("latin-1")
     assert parse_java_properties(text) == props
@@ -430,7 +431,7 @@ def test_insert_drops_or_refuses_existing_keys(tmp_path):
     model.insert([{"k": "a", "ts": 1}, {"k": "b", "ts": 1}], t1)
     model.insert([{"k": "b", "ts": 5}, {"k": "c", "ts": 5}], t2)
     assert_state(path, model.rows, "insert with existing keys dropped")
-    with pytest.raises(hoodie.HoodieError):
+    with pytest.raises(hudi_streaming.HudiStreamingError):
         w.insert(pa.table({"k": ["a"], "ts": [9]}, schema=schema), on_existing="fail")
     assert not hoodie.HudiTable(path).timeline.active.pending()  # refused before its instant started
     assert_state(path, model.rows, "refused insert")
@@ -655,7 +656,7 @@ def test_loadgen_resumes_and_replays(tmp_path):
 
 
 def test_loadgen_command_line(tmp_path, capsys):
-    from hoodie.writer.loadgen import main
+    from hudi_streaming.hoodie.writer.loadgen import main
     path = str(tmp_path / "t")
     assert main([path, "--keys", "50", "--batch", "10", "--commits", "4", "--compact-every", "2",
                  "--clean-every", "3", "--archive-every", "4", "--retain-commits", "2", "--keep-active", "2"]) == 0
@@ -664,7 +665,7 @@ def test_loadgen_command_line(tmp_path, capsys):
 
 
 def test_index_deltas_fold_into_a_new_base(tmp_path, monkeypatch):
-    import hoodie.writer.index as index_module
+    import hudi_streaming.hoodie.writer.index as index_module
     monkeypatch.setattr(index_module, "MAX_DELTAS", 2)
     path = str(tmp_path / "t")
     gen = LoadGenerator(path, keys=40, partitions=0, seed=2, batch=8, table_type="COPY_ON_WRITE")
@@ -684,8 +685,8 @@ def test_index_deltas_fold_into_a_new_base(tmp_path, monkeypatch):
 
 def test_vectorised_avro_encoding_equals_fastavro():
     import random
-    from hoodie.writer import schema as sch
-    from hoodie.writer.avro_encode import _encode_fastavro, encode_records
+    from hudi_streaming.hoodie.writer import schema as sch
+    from hudi_streaming.hoodie.writer.avro_encode import _encode_fastavro, encode_records
     rng = random.Random(4)
     schema = pa.schema([("s", pa.string()), ("l", pa.int64()), ("i", pa.int32()), ("f", pa.float32()),
                         ("d", pa.float64()), ("b", pa.bool_()), ("bin", pa.binary()), ("day", pa.date32()),

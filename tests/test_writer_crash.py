@@ -17,21 +17,19 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-import hoodie
-from hoodie.writer.loadgen import STEP_KEY, LoadGenerator, completed_steps
+from hudi_streaming import hoodie
+from hudi_streaming.hoodie.writer.loadgen import STEP_KEY, LoadGenerator, completed_steps
 
 from test_writer import Model, assert_state
 
-ROOT = Path(__file__).resolve().parents[1]
 KILLS = 8  # per table; four tables: 32 kills
 
 ZYGOTE = r"""
 import json, os, signal, sys, traceback
-from hoodie.writer.loadgen import LoadGenerator
+from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped automatically
 print("ready", flush=True)
 for line in sys.stdin:
@@ -77,9 +75,8 @@ def expected(path: str, merge_mode: str) -> tuple[int, dict]:
 
 @pytest.fixture(scope="module")
 def zygote():
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen([sys.executable, "-c", ZYGOTE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env=env, cwd=str(ROOT))
+                            text=True)
     assert proc.stdout.readline().strip() == "ready"
     yield proc
     proc.stdin.close()

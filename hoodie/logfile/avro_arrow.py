@@ -51,7 +51,7 @@ import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CorruptFileError, UnsupportedTableError
+from ...errors import CorruptFileError, UnsupportedTableError
 
 try:  # optional accelerator, see the module docstring
     import polars

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import CorruptFileError, UnsupportedTableError
+from ...errors import CorruptFileError, UnsupportedTableError
 from .avro_arrow import decode_avro_records
 from .format import CONTENT_VERSION, DELETE_RECORD_LIST_SCHEMA, WRAPPER_BY_RECORD, BlockType, LogBlock
 

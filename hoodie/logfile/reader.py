@@ -26,10 +26,10 @@ import logging
 import struct
 from collections.abc import Iterator
 
-from ..errors import CorruptFileError
+from ...errors import CorruptFileError
 from .format import LOG_FORMAT_VERSION, MAGIC, BlockType, HeaderKey, LogBlock
 
-log = logging.getLogger("hoodie.logfile")
+log = logging.getLogger(__name__)
 
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")

@@ -11,12 +11,12 @@ import logging
 from dataclasses import dataclass
 
 from ..config import TableConfig
-from ..errors import CorruptFileError
+from ...errors import CorruptFileError
 from ..storage import Storage
 from .instant import COMPLETES_AS, WRITE_ACTIONS, Action, Instant, State, parse_instant_file
 from .metadata import CommitMetadata, decode_metadata_bytes, parse_commit_metadata
 
-log = logging.getLogger("hoodie.timeline")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 import fastavro
 
 from ..config import TableConfig
-from ..errors import CorruptFileError
+from ...errors import CorruptFileError
 from ..logfile.format import CONTENT_VERSION, BlockType, LogBlock
 from ..logfile.reader import iter_blocks
 from ..storage import Storage
 from .instant import WRITE_ACTIONS, Action
 from .metadata import CommitMetadata, parse_commit_metadata
 
-log = logging.getLogger("hoodie.timeline")
+log = logging.getLogger(__name__)
 
 _LSM_FILE = re.compile(r"^(\d+)_(\d+)_(\d+)\.parquet$")
 _V6_ARCHIVE = re.compile(r"^\.commits_\.archive\.(\d+)(_.*)?$")

@@ -13,7 +13,7 @@ from typing import Any
 import fastavro
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import CorruptFileError
+from ...errors import CorruptFileError
 from ..storage import safe_relpath
 
 AVRO_MAGIC = b"Obj\x01"

@@ -2,7 +2,7 @@
 
 API::
 
-    from hoodie.writer import create_table, HudiWriter
+    from ...hoodie.writer import create_table, HudiWriter
 
     w = create_table(url, "trips", schema, record_key="uuid", partition_fields="city", ordering_field="ts",
                      table_type="MERGE_ON_READ", version=9, merge_mode=None)   # -> HudiWriter

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from ..config import (DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST, MergeMode, TableConfig, TableType,
                       load_table_config)
-from ..errors import HoodieError, UnsupportedTableError
+from ...errors import HudiStreamingError, UnsupportedTableError
 from ..fs_view import FileSlice, parse_log_file
 from ..logfile.format import (COMMIT_TIME_DELETE, CONTENT_VERSION, BlockType, HeaderKey, Ordering,
                               make_log_file_name)
@@ -36,11 +36,10 @@ from .index import RecordIndex
 from .props import render_properties
 from .timeline_io import TimelineFiles, commit_metadata, encode_commit_metadata, write_stat
 
-log = logging.getLogger("hoodie.writer")
+log = logging.getLogger(__name__)
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 STRATEGY_EVENT_TIME = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
-STRATEGY_COMMIT_TIME = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
 _KEYGEN_CLASS = {"SIMPLE": "org.apache.hudi.keygen.SimpleKeyGenerator",
                  "COMPLEX": "org.apache.hudi.keygen.ComplexKeyGenerator",
                  "NON_PARTITION": "org.apache.hudi.keygen.NonpartitionedKeyGenerator"}
@@ -80,7 +79,7 @@ def create_table(url: str, name: str, schema: pa.Schema, record_key: str | Itera
     avro = sch.avro_schema_from_arrow(schema, name)
     storage = Storage(url, storage_options)
     if storage.exists(".hoodie/hoodie.properties"):
-        raise HoodieError(f"{url}: a Hudi table already exists there")
+        raise HudiStreamingError(f"{url}: a Hudi table already exists there")
     keygen = ("NON_PARTITION" if not partitions and len(record_keys) == 1
               else "SIMPLE" if len(record_keys) == 1 and len(partitions) == 1 else "COMPLEX")
     props: dict[str, str] = {
@@ -184,7 +183,6 @@ class HudiWriter:
         self.data_schema = pa.schema([f for f in self.arrow_schema if f.name not in sch.META_FIELDS])
         self._index: RecordIndex | None = None
         self._known_partitions: set[str] = set()
-        self.last_instant: str | None = None
         #: extra metadata (string → string) for the next write's commit metadata, reset after it
         self.extra_metadata: dict[str, str] = {}
 
@@ -348,7 +346,7 @@ class HudiWriter:
             if not missing:
                 break
             if attempt == 2:
-                raise HoodieError(f"{self.url}: file group {missing[0].partition}/{missing[0].file_id} of the "
+                raise HudiStreamingError(f"{self.url}: file group {missing[0].partition}/{missing[0].file_id} of the "
                                   "record index is not in the table")
             log.warning("%s: the record index names file groups the table does not have; rebuilding it", self.url)
             index = self._index = RecordIndex.rebuild(self.url, self.storage_options,
@@ -395,7 +393,6 @@ class HudiWriter:
         if new_index_entries:
             index.add(*(pa.concat_arrays([e[i] for e in new_index_entries]) for i in range(3)))
         index.save(self.storage, instant)
-        self.last_instant = instant
         return instant
 
     def _assign(self, records: pa.Table | None, deletes: pa.Table | None, operation: str, on_existing: str,
@@ -408,7 +405,7 @@ class HudiWriter:
             known = pc.is_valid(fids)
             if operation == "INSERT" and on_existing != "upsert" and pc.any(known).as_py():
                 if on_existing == "fail":
-                    raise HoodieError(f"{self.url}: insert of keys already in the table, e.g. "
+                    raise HudiStreamingError(f"{self.url}: insert of keys already in the table, e.g. "
                                       f"{records.filter(known).column(_KEY)[0].as_py()!r}")
                 records, fids = records.filter(pc.invert(known)), fids.filter(pc.invert(known))
                 known = pc.is_valid(fids)

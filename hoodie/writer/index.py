@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from ..storage import Storage
 
-log = logging.getLogger("hoodie.writer")
+log = logging.getLogger(__name__)
 
 INDEX_DIR = ".hoodie/.aux/hoodie_py_writer_index"
 #: deltas after which the next save writes a new base instead

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ..config import MergeMode
-from ..errors import HoodieError
+from ...errors import HudiStreamingError
 from ..storage import Storage
 from .core import HudiWriter, create_table
 
-log = logging.getLogger("hoodie.writer.loadgen")
+log = logging.getLogger(__name__)
 
 STEP_KEY = "hoodie.loadgen.step"
 SEED_KEY = "hoodie.loadgen.seed"
@@ -161,7 +161,7 @@ class LoadGenerator:
     def step(self) -> Step:
         """Plan and write the next step (one commit); returns it with its instant time."""
         if self.writer is None:
-            raise HoodieError("a dry LoadGenerator (url=None) only plans")
+            raise HudiStreamingError("a dry LoadGenerator (url=None) only plans")
         saved = (dict(self.present), self.steps_done)
         s = self.plan()
         self.writer.extra_metadata = {STEP_KEY: str(s.number), SEED_KEY: str(self.seed)}

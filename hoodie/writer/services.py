@@ -50,7 +50,7 @@ from .timeline_io import (commit_metadata, encode_commit_metadata, v6_commit_met
 if TYPE_CHECKING:
     from .core import HudiWriter
 
-log = logging.getLogger("hoodie.writer")
+log = logging.getLogger(__name__)
 _I32 = struct.Struct(">i")
 
 

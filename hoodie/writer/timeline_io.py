@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import time
 from typing import Any
 
 from ..config import TableConfig
@@ -190,6 +189,3 @@ class TimelineFiles:
             except FileNotFoundError:
                 pass
 
-
-def now_ms() -> int:
-    return int(time.time() * 1000)

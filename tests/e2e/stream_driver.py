@@ -18,7 +18,7 @@ def main() -> None:
     ap.add_argument("--options", default="{}", help="JSON object of extra source options")
     ap.add_argument("--until-caught-up", action="store_true")
     args = ap.parse_args()
-    from streaming.local_spark import local_spark
+    from hudi_streaming.streaming.local_spark import local_spark
 
     spark = local_spark("hudi-streaming-e2e")
     reader = spark.readStream.format("hudi_streaming").option("stateLocation", f"{args.work}/state")

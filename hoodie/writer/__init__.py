@@ -47,10 +47,12 @@ their plans. One writer at a time per table (no lock is taken).
 Not supported: schema evolution, url-encoded partitions, clustering / insert overwrite, bloom filters in
 base file footers (min/max record keys are written), concurrent writers.
 
-Modules: ``core`` (table creation, writes), ``services`` (recovery, rollback, compaction, clean, archive),
-``index`` (record index), ``timeline_io`` (instant times and state files, commit metadata), ``avro_meta``
-(Avro schemas of timeline metadata, object-container encoding), ``avro_encode`` (vectorised Avro records for
-log blocks), ``schema`` (Arrow → Avro), ``props`` (Java properties files), ``loadgen`` (below).
+Modules: ``core`` (table creation, writes), ``services`` (recovery, rollback, compaction, clean, archive; they
+need only the small ``services.Writer`` interface, so ``core`` depends on them and not the reverse), ``files``
+(data files and markers, shared by both), ``index`` (record index), ``timeline_io`` (instant times and state
+files, commit metadata), ``avro_meta`` (Avro schemas of timeline metadata, object-container encoding),
+``avro_encode`` (vectorised Avro records for log blocks), ``schema`` (Arrow → Avro), ``props`` (Java properties
+files), ``loadgen`` (below).
 
 ``hoodie.writer.loadgen`` drives a writer with a steady, reproducible workload (demos, tests, benchmarks):
 ``python -m hoodie.writer.loadgen URL --keys N --partitions P --rate ROWS_PER_S --duration S``.

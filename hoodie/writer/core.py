@@ -31,7 +31,9 @@ from ..slice_reader import SliceRead, align, merge_rules
 from ..storage import Storage
 from ..table import IS_DELETED, HudiTable
 from . import schema as sch
+from . import services
 from .avro_encode import encode_records
+from .files import MARKER_DIR, TableFiles, rel_path
 from .index import RecordIndex
 from .props import render_properties
 from .timeline_io import TimelineFiles, commit_metadata, encode_commit_metadata, write_stat
@@ -43,7 +45,6 @@ STRATEGY_EVENT_TIME = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
 _KEYGEN_CLASS = {"SIMPLE": "org.apache.hudi.keygen.SimpleKeyGenerator",
                  "COMPLEX": "org.apache.hudi.keygen.ComplexKeyGenerator",
                  "NON_PARTITION": "org.apache.hudi.keygen.NonpartitionedKeyGenerator"}
-MARKER_DIR = ".hoodie/.temp"
 # internal columns of a prepared batch
 _KEY, _PART = "__hoodie_key", "__hoodie_partition"
 _I32 = struct.Struct(">i")
@@ -120,7 +121,7 @@ def create_table(url: str, name: str, schema: pa.Schema, record_key: str | Itera
     })
     fs = storage.fs
     fs.makedirs(storage.full(".hoodie"), exist_ok=True)
-    for sub in (".hoodie/.aux", ".hoodie/.temp", ".hoodie/.schema", ".hoodie/archived"):
+    for sub in (".hoodie/.aux", MARKER_DIR, ".hoodie/.schema", ".hoodie/archived"):
         fs.makedirs(storage.full(sub), exist_ok=True)
     if version >= 8:
         fs.makedirs(storage.full(".hoodie/timeline/history"), exist_ok=True)
@@ -170,6 +171,7 @@ class HudiWriter:
         self.max_file_records = max_file_records
         self.compression = parquet_compression
         self.timeline = TimelineFiles(self.storage, self.config)
+        self.files = TableFiles(self.storage)
         self.auto_recover = auto_recover
         t = HudiTable(url, storage_options)
         avro = t.avro_schema()
@@ -275,8 +277,7 @@ class HudiWriter:
     # -- recovery ----------------------------------------------------------------------------------------------
     def recover(self) -> list[str]:
         """Finish or undo whatever a killed writer left pending; returns the rollback instants made."""
-        from .services import recover
-        return recover(self)
+        return services.recover(self)
 
     def rollback_failed(self) -> list[str]:
         """Roll back every pending (failed) write; returns the rollback instant times."""
@@ -285,18 +286,15 @@ class HudiWriter:
     # -- table services (hoodie.writer.services) ---------------------------------------------------------------
     def compact(self) -> str | None:
         """MOR: schedule and run a compaction of every file group with log files; its instant, or None."""
-        from .services import compact
-        return compact(self)
+        return services.compact(self)
 
     def clean(self, retain_commits: int = 10) -> str | None:
         """Delete file slices not needed as of the last ``retain_commits`` writes; the clean instant, or None."""
-        from .services import clean
-        return clean(self, retain_commits)
+        return services.clean(self, retain_commits)
 
     def archive(self, keep_active: int = 20) -> list[str]:
         """Move instants older than the last ``keep_active`` writes to the archived timeline."""
-        from .services import archive
-        return archive(self, keep_active)
+        return services.archive(self, keep_active)
 
     # -- index -------------------------------------------------------------------------------------------------
     def index(self, table: HudiTable) -> RecordIndex:
@@ -311,6 +309,12 @@ class HudiWriter:
                     idx.save(self.storage, latest, full=True)
             self._index = idx
         return idx
+
+    def restamp_index(self, current_as_of: str | None, instant: str) -> None:
+        """A compaction ``instant`` rewrote the table as of ``current_as_of`` into the same records in the same
+        file groups: a cached index current as of that time only needs the new stamp, not a rebuild."""
+        if self._index is not None and self._index.instant == current_as_of:
+            self._index.save(self.storage, instant)
 
     # -- the write ---------------------------------------------------------------------------------------------
     def _write(self, operation: str, records: pa.Table | None = None, deletes: pa.Table | None = None,
@@ -389,7 +393,7 @@ class HudiWriter:
         md = commit_metadata(stats, operation=operation, schema=self.schema_json, extra=self.extra_metadata)
         self.timeline.write_completed(instant, action, encode_commit_metadata(md, cfg.timeline_layout))
         # after the commit: markers go, the index follows (a crash here only makes the index stale)
-        self._remove_markers(instant)
+        self.files.remove_markers(instant)
         if new_index_entries:
             index.add(*(pa.concat_arrays([e[i] for e in new_index_entries]) for i in range(3)))
         index.save(self.storage, instant)
@@ -456,39 +460,15 @@ class HudiWriter:
                 pos += take
 
     # -- file writing ------------------------------------------------------------------------------------------
-    def _rel(self, partition: str, name: str) -> str:
-        return f"{partition}/{name}" if partition else name
-
-    def _marker(self, instant: str, partition: str, name: str, io_type: str) -> None:
-        rel = f"{MARKER_DIR}/{instant}/{self._rel(partition, name)}.marker.{io_type}"
-        full = self.storage.full(rel)
-        self.storage.fs.makedirs(posixpath.dirname(full), exist_ok=True)
-        with self.storage.fs.open(full, "wb"):
-            pass
-
-    def _remove_markers(self, instant: str) -> None:
-        full = self.storage.full(f"{MARKER_DIR}/{instant}")
-        try:
-            if self.storage.fs.exists(full):
-                self.storage.fs.rm(full, recursive=True)
-        except FileNotFoundError:
-            pass
-
-    def _put(self, rel: str, data: bytes) -> None:
-        full = self.storage.full(rel)
-        self.storage.fs.makedirs(posixpath.dirname(full), exist_ok=True)
-        with self.storage.fs.open(full, "wb") as f:
-            f.write(data)
-
     def _ensure_partition(self, partition: str, instant: str) -> None:
         if partition in self._known_partitions:
             return
-        rel = self._rel(partition, ".hoodie_partition_metadata")
+        rel = rel_path(partition, ".hoodie_partition_metadata")
         if not self.storage.exists(rel):
             depth = len(partition.split("/")) if partition else 0
             body = render_properties({"commitTime": instant, "partitionDepth": str(depth)}, "partition metadata")
-            tmp = self._rel(partition, ".hoodie_partition_metadata_0")
-            self._put(tmp, body)
+            tmp = rel_path(partition, ".hoodie_partition_metadata_0")
+            self.files.put(tmp, body)
             self.storage.fs.mv(self.storage.full(tmp), self.storage.full(rel))
         self._known_partitions.add(partition)
 
@@ -521,9 +501,9 @@ class HudiWriter:
         name = self.base_file_name(g.file_id, g.task, instant)
         rows = self.with_meta(g.records, instant, g.task, name)
         data = self.parquet_bytes(rows)
-        rel = self._rel(g.partition, name)
-        self._marker(instant, g.partition, name, "CREATE")
-        self._put(rel, data)
+        rel = rel_path(g.partition, name)
+        self.files.mark(instant, g.partition, name, "CREATE")
+        self.files.put(rel, data)
         g.stat = write_stat(fileId=g.file_id, path=rel, prevCommit="null", numWrites=rows.num_rows,
                             numInserts=rows.num_rows, totalWriteBytes=len(data), partitionPath=g.partition,
                             fileSizeInBytes=len(data))
@@ -554,9 +534,9 @@ class HudiWriter:
                                               self.delete_ordering_values(d), instant))
             n_deletes = d.num_rows
         data = b"".join(blocks)
-        rel = self._rel(g.partition, name)
-        self._marker(instant, g.partition, name, "APPEND")
-        self._put(rel, data)
+        rel = rel_path(g.partition, name)
+        self.files.mark(instant, g.partition, name, "APPEND")
+        self.files.put(rel, data)
         base_name = g.slice.base_file.name if (g.slice is not None and g.slice.base_file is not None) else ""
         g.stat = write_stat(
             fileId=g.file_id, path=rel, prevCommit=(instant if cfg.version >= 8 else base_instant),
@@ -585,9 +565,9 @@ class HudiWriter:
         merged = merged.set_column(merged.schema.get_field_index("_hoodie_file_name"), "_hoodie_file_name",
                                    pa.repeat(pa.scalar(name, pa.string()), merged.num_rows))
         data = self.parquet_bytes(merged)
-        rel = self._rel(g.partition, name)
-        self._marker(instant, g.partition, name, "MERGE")
-        self._put(rel, data)
+        rel = rel_path(g.partition, name)
+        self.files.mark(instant, g.partition, name, "MERGE")
+        self.files.put(rel, data)
         n_in = g.records.num_rows if g.records is not None else 0
         g.stat = write_stat(fileId=g.file_id, path=rel, prevCommit=old.instant, numWrites=merged.num_rows,
                             numDeletes=g.deletes.num_rows if g.deletes is not None else 0,

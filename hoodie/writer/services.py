@@ -26,43 +26,68 @@ import posixpath
 import re
 import struct
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..config import TableType
+from ..config import TableConfig, TableType
 from ..fs_view import list_data_files, parse_base_file, parse_log_file
 from ..logfile.format import CONTENT_VERSION, BlockType, HeaderKey, make_log_file_name
 from ..logfile.writer import encode_block, encode_rollback_block
-from ..slice_reader import SliceRead, read_slice
-from ..storage import FileInfo
+from ..slice_reader import SliceRead, align, read_slice
+from ..storage import FileInfo, Storage
 from ..table import HudiTable
 from ..timeline.active import ActiveTimeline
 from ..timeline.instant import Action, State, parse_instant_file
 from ..timeline.metadata import decode_metadata_bytes
 from . import avro_meta
-from ..slice_reader import align
-from .core import MARKER_DIR
-from .index import INDEX_DIR
-from .timeline_io import (commit_metadata, encode_commit_metadata, v6_commit_metadata_to_avro, write_stat)
-
-if TYPE_CHECKING:
-    from .core import HudiWriter
+from .files import TableFiles, rel_path
+from .index import INDEX_DIR, RecordIndex
+from .timeline_io import (TimelineFiles, commit_metadata, encode_commit_metadata, v6_commit_metadata_to_avro,
+                          write_stat)
 
 log = logging.getLogger(__name__)
 _I32 = struct.Struct(">i")
+
+
+class Writer(Protocol):
+    """What the services need of the table's writer (``core.HudiWriter`` is one): its table, where its files and
+    instants go, and how it writes a base file. The services depend on this and nothing else of the writer, so
+    the writer can call them without the two modules depending on each other."""
+
+    url: str
+    storage_options: dict | None
+    storage: Storage
+    config: TableConfig
+    timeline: TimelineFiles
+    files: TableFiles
+    auto_recover: bool
+    arrow_schema: pa.Schema
+    schema_json: str
+
+    def index(self, table: HudiTable) -> RecordIndex:
+        """The record index, current as of the table's latest write."""
+
+    def restamp_index(self, current_as_of: str | None, instant: str) -> None:
+        """Compaction ``instant`` kept the records and file groups of the table as of ``current_as_of``."""
+
+    def base_file_name(self, file_id: str, task: int, instant: str) -> str:
+        """The name of file group ``file_id``'s base file written by ``instant`` as write task ``task``."""
+
+    def parquet_bytes(self, t: pa.Table) -> bytes:
+        """``t`` (meta and data columns) as a base file, with the footer metadata Hudi writes."""
 
 
 def _ms_since(t0: float) -> int:
     return int((time.monotonic() - t0) * 1000)
 
 
-def _full(w: "HudiWriter", rel: str) -> str:
+def _full(w: Writer, rel: str) -> str:
     return w.storage.full(rel)
 
 
-def _rel(w: "HudiWriter", path: str) -> str:
+def _rel(w: Writer, path: str) -> str:
     """A path from a plan (absolute, as Hudi writes them) back to table-relative."""
     root = w.storage.root.rstrip("/") + "/"
     for prefix in ("file:", ""):
@@ -71,29 +96,21 @@ def _rel(w: "HudiWriter", path: str) -> str:
     return path
 
 
-def _delete(w: "HudiWriter", rel: str) -> bool:
-    try:
-        w.storage.fs.rm(_full(w, rel))
-        return True
-    except FileNotFoundError:
-        return False
-
-
-def _size(w: "HudiWriter", rel: str) -> int | None:
+def _size(w: Writer, rel: str) -> int | None:
     try:
         return w.storage.size(rel)
     except FileNotFoundError:
         return None
 
 
-def _requested_bytes(w: "HudiWriter", ts: str, action: str) -> bytes:
+def _requested_bytes(w: Writer, ts: str, action: str) -> bytes:
     return w.storage.read_bytes(w.timeline.path(w.timeline.requested_name(ts, action)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # recovery
 
-def recover(w: "HudiWriter") -> list[str]:
+def recover(w: Writer) -> list[str]:
     """Finish pending rollbacks, compactions and cleans; roll back pending writes. Returns rollback instants."""
     _remove_temp_files(w)
     made = []
@@ -128,16 +145,16 @@ def recover(w: "HudiWriter") -> list[str]:
     return made
 
 
-def _remove_stale_markers(w: "HudiWriter") -> None:
+def _remove_stale_markers(w: Writer) -> None:
     """Marker folders of instants no longer pending (a crash right after completing left them)."""
     tl = ActiveTimeline.load(w.storage, w.config)
     pending = {e.requested_time for e in tl.pending()}
-    for name in w.storage.list_subdirs(MARKER_DIR):
+    for name in w.files.marked_instants():
         if name not in pending:
-            w._remove_markers(name)
+            w.files.remove_markers(name)
 
 
-def _plan_or_none(w: "HudiWriter", ts: str, action: str) -> dict | None:
+def _plan_or_none(w: Writer, ts: str, action: str) -> dict | None:
     try:
         data = _requested_bytes(w, ts, action)
     except FileNotFoundError:
@@ -145,23 +162,23 @@ def _plan_or_none(w: "HudiWriter", ts: str, action: str) -> dict | None:
     return decode_metadata_bytes(data, f"{w.url} {ts}.{action}.requested") if data else None
 
 
-def _remove_temp_files(w: "HudiWriter") -> None:
+def _remove_temp_files(w: Writer) -> None:
     """Temporary files of atomic writes that a crash left behind (``.<name>.tmp``)."""
     for folder in {w.config.timeline_dir, ".hoodie", ".hoodie/.aux", INDEX_DIR, w.config.archive_dir}:
         for info in w.storage.list_dir(folder):
             name = posixpath.basename(info.path)
             if name.startswith(".") and name.endswith(".tmp"):
-                _delete(w, info.path)
+                w.files.delete(info.path)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # rollback
 
-def rollback(w: "HudiWriter", target: str, action: str) -> str:
+def rollback(w: Writer, target: str, action: str) -> str:
     """Roll back the failed write ``target`` (a pending ``commit`` / ``deltacommit``); returns the rollback instant."""
     cfg = w.config
     files = list_data_files(w.storage)
-    markers = _markers(w, target)
+    markers = w.files.markers(target)
     requests: list[dict] = []
     by_partition: dict[str, list[str]] = {}
     for info in files:
@@ -202,23 +219,7 @@ def _info(rel: str) -> FileInfo:
     return FileInfo(rel, 0, None)
 
 
-def _markers(w: "HudiWriter", instant: str) -> list[tuple[str, str]]:
-    """(data file path, IO type) of the marker files a write left in ``.hoodie/.temp/<instant>/``."""
-    root = _full(w, f"{MARKER_DIR}/{instant}")
-    try:
-        found = w.storage.fs.find(root)
-    except FileNotFoundError:
-        return []
-    out = []
-    for path in found:
-        rel = path[len(root):].lstrip("/")
-        m = re.match(r"^(.*)\.marker\.(CREATE|MERGE|APPEND)$", rel)
-        if m:
-            out.append((m.group(1), m.group(2)))
-    return out
-
-
-def _execute_rollback(w: "HudiWriter", ts: str, plan: dict) -> str:
+def _execute_rollback(w: Writer, ts: str, plan: dict) -> str:
     t0 = time.monotonic()
     cfg = w.config
     target = plan["instantToRollback"]["commitTime"]
@@ -232,7 +233,7 @@ def _execute_rollback(w: "HudiWriter", ts: str, plan: dict) -> str:
         pm = partitions.setdefault(part, {"partitionPath": part, "successDeleteFiles": [], "failedDeleteFiles": [],
                                           "rollbackLogFiles": {}, "logFilesFromFailedCommit": {}})
         for path in req.get("filesToBeDeleted") or []:
-            _delete(w, _rel(w, path))
+            w.files.delete(_rel(w, path))
             pm["successDeleteFiles"].append(path)
             total += 1
         logs = req.get("logBlocksToBeDeleted") or {}
@@ -244,9 +245,9 @@ def _execute_rollback(w: "HudiWriter", ts: str, plan: dict) -> str:
                                and lf.file_id == fid and lf.instant == base and posixpath.dirname(lf.path) == part),
                               default=0)
             name = make_log_file_name(fid, base, version, "1-0-1")
-            rel = f"{part}/{name}" if part else name
+            rel = rel_path(part, name)
             block = encode_rollback_block(ts, target)
-            w._put(rel, block)
+            w.files.put(rel, block)
             pm["rollbackLogFiles"][_full(w, rel)] = len(block)
             pm["logFilesFromFailedCommit"].update(logs)
     md = {"startRollbackTime": ts, "timeTakenInMillis": _ms_since(t0), "totalFilesDeleted": total,
@@ -254,14 +255,14 @@ def _execute_rollback(w: "HudiWriter", ts: str, plan: dict) -> str:
           "instantsRollback": [{"commitTime": target, "action": action}]}
     w.timeline.write_completed(ts, "rollback", avro_meta.encode_avro(avro_meta.ROLLBACK_METADATA, md))
     w.timeline.delete_instant(target)
-    w._remove_markers(target)
+    w.files.remove_markers(target)
     return ts
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # compaction
 
-def compact(w: "HudiWriter") -> str | None:
+def compact(w: Writer) -> str | None:
     """Schedule and run a compaction of every file group whose latest slice has log files (MOR only)."""
     if w.config.table_type is not TableType.MERGE_ON_READ:
         return None
@@ -288,14 +289,14 @@ def compact(w: "HudiWriter") -> str | None:
     return run_compaction(w, ts, plan)
 
 
-def run_compaction(w: "HudiWriter", ts: str, plan: dict) -> str:
+def run_compaction(w: Writer, ts: str, plan: dict) -> str:
     """Execute (or re-execute, after a crash) the compaction planned at ``ts``."""
     w.timeline.write_inflight(ts, "compaction")
     # files a killed run of this compaction left behind are not committed; start over
     for info in list_data_files(w.storage):
         bf = parse_base_file(info) if not posixpath.basename(info.path).startswith(".") else None
         if bf is not None and bf.instant == ts:
-            _delete(w, info.path)
+            w.files.delete(info.path)
     table = HudiTable(w.url, w.storage_options)
     latest = {(s.partition, s.file_id): s for s in table.file_system_view().latest_merged_slices()}
     max_instant = table.timeline.latest_write_time()
@@ -312,9 +313,9 @@ def run_compaction(w: "HudiWriter", ts: str, plan: dict) -> str:
         rows = rows.set_column(rows.schema.get_field_index("_hoodie_file_name"), "_hoodie_file_name",
                                pa.repeat(pa.scalar(name, pa.string()), rows.num_rows))
         data = w.parquet_bytes(rows)
-        rel = f"{part}/{name}" if part else name
-        w._marker(ts, part, name, "CREATE")
-        w._put(rel, data)
+        rel = rel_path(part, name)
+        w.files.mark(ts, part, name, "CREATE")
+        w.files.put(rel, data)
         log_size = sum(lf.size for lf in s.log_files)
         stats.setdefault(part, []).append(write_stat(
             fileId=fid, path=rel, prevCommit=s.base_instant, numWrites=rows.num_rows, totalWriteBytes=len(data),
@@ -324,16 +325,15 @@ def run_compaction(w: "HudiWriter", ts: str, plan: dict) -> str:
             totalLogFilesCompacted=len(s.log_files), totalLogSizeCompacted=log_size))
     md = commit_metadata(stats, operation="COMPACT", schema=w.schema_json, compacted=True)
     w.timeline.write_completed(ts, "compaction", encode_commit_metadata(md, w.config.timeline_layout))
-    w._remove_markers(ts)
-    if w._index is not None and w._index.instant == max_instant:
-        w._index.save(w.storage, ts)  # same records, same file groups: only the stamp moves
+    w.files.remove_markers(ts)
+    w.restamp_index(max_instant, ts)
     return ts
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # clean
 
-def clean(w: "HudiWriter", retain_commits: int = 10) -> str | None:
+def clean(w: Writer, retain_commits: int = 10) -> str | None:
     """KEEP_LATEST_COMMITS: delete the file slices that no query as of the last ``retain_commits`` completed
     writes needs. Returns the clean instant, or None when there is nothing to delete."""
     if retain_commits < 1:
@@ -372,7 +372,7 @@ def clean(w: "HudiWriter", retain_commits: int = 10) -> str | None:
     return _execute_clean(w, ts, plan, last_completed=writes[-1].requested_time)
 
 
-def _execute_clean(w: "HudiWriter", ts: str, plan: dict, last_completed: str | None = None) -> str:
+def _execute_clean(w: Writer, ts: str, plan: dict, last_completed: str | None = None) -> str:
     t0 = time.monotonic()
     w.timeline.write_inflight(ts, "clean", avro_meta.encode_avro(avro_meta.CLEANER_PLAN, plan))
     partitions = {}
@@ -382,7 +382,7 @@ def _execute_clean(w: "HudiWriter", ts: str, plan: dict, last_completed: str | N
         for info in infos:
             rel = _rel(w, info["filePath"])
             names.append(posixpath.basename(rel))
-            _delete(w, rel)  # already gone after a crash and re-run: still cleaned
+            w.files.delete(rel)  # already gone after a crash and re-run: still cleaned
             ok.append(posixpath.basename(rel))
             total += 1
         partitions[part] = {"partitionPath": part, "policy": plan.get("policy") or "KEEP_LATEST_COMMITS",
@@ -402,7 +402,7 @@ def _execute_clean(w: "HudiWriter", ts: str, plan: dict, last_completed: str | N
 # ---------------------------------------------------------------------------------------------------------------
 # archive
 
-def archive(w: "HudiWriter", keep_active: int = 20) -> list[str]:
+def archive(w: Writer, keep_active: int = 20) -> list[str]:
     """Move completed instants older than the last ``keep_active`` completed writes to the archived timeline.
 
     Never archives past the earliest pending instant, nor past the earliest commit the last clean retained.
@@ -439,7 +439,7 @@ def archive(w: "HudiWriter", keep_active: int = 20) -> list[str]:
     return [e.requested_time for e in victims]
 
 
-def _file_of(w: "HudiWriter", tl: ActiveTimeline, entry, state: State) -> str | None:
+def _file_of(w: Writer, tl: ActiveTimeline, entry, state: State) -> str | None:
     for name in entry.files:
         inst = parse_instant_file(name, w.config.timeline_layout)
         if inst is not None and inst.state is state:
@@ -447,12 +447,12 @@ def _file_of(w: "HudiWriter", tl: ActiveTimeline, entry, state: State) -> str | 
     return None
 
 
-def _completed_content(w: "HudiWriter", tl: ActiveTimeline, entry) -> bytes:
+def _completed_content(w: Writer, tl: ActiveTimeline, entry) -> bytes:
     rel = _file_of(w, tl, entry, State.COMPLETED)
     return w.storage.read_bytes(rel) if rel else b""
 
 
-def _requested_content(w: "HudiWriter", tl: ActiveTimeline, entry) -> bytes | None:
+def _requested_content(w: Writer, tl: ActiveTimeline, entry) -> bytes | None:
     rel = _file_of(w, tl, entry, State.REQUESTED)
     if rel is None:
         return None
@@ -460,7 +460,7 @@ def _requested_content(w: "HudiWriter", tl: ActiveTimeline, entry) -> bytes | No
     return data or None
 
 
-def _archive_lsm(w: "HudiWriter", tl: ActiveTimeline, victims) -> None:
+def _archive_lsm(w: Writer, tl: ActiveTimeline, victims) -> None:
     folder = w.config.archive_dir
     rows = {"instantTime": [], "completionTime": [], "action": [], "metadata": [], "plan": [], "version": []}
     for e in victims:
@@ -488,7 +488,7 @@ def _archive_lsm(w: "HudiWriter", tl: ActiveTimeline, victims) -> None:
     w.storage.write_bytes_atomic(f"{folder}/_version_", str(version + 1).encode())
 
 
-def _lsm_manifest(w: "HudiWriter", folder: str) -> tuple[int, list[dict]]:
+def _lsm_manifest(w: Writer, folder: str) -> tuple[int, list[dict]]:
     try:
         version = int(w.storage.read_bytes(f"{folder}/_version_").decode().strip())
     except (FileNotFoundError, ValueError):
@@ -503,7 +503,7 @@ def _lsm_manifest(w: "HudiWriter", folder: str) -> tuple[int, list[dict]]:
         return version, []
 
 
-def _archive_v6(w: "HudiWriter", tl: ActiveTimeline, victims) -> None:
+def _archive_v6(w: Writer, tl: ActiveTimeline, victims) -> None:
     folder = w.config.archive_dir
     records = []
     for e in victims:

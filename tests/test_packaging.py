@@ -1,0 +1,104 @@
+"""The package as a user gets it: the built wheel, installed (not editable) into a fresh environment, used from a
+working folder full of names that would shadow generic imports, with no ``register`` call.
+
+The fresh venv borrows the dependencies (PySpark, pyarrow, ...) of the test environment through a ``.pth`` line
+instead of downloading them again; ``.pth`` files inside a folder added that way are not run, so the test
+environment's own (editable) hudi_streaming stays invisible and only the wheel's copy can be imported.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from hudi_streaming import read_table
+
+REPO = Path(__file__).resolve().parents[1]
+SHADOWS = ("state", "monitor", "streaming", "hoodie")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)], check=True,
+                   capture_output=True)
+    (whl,) = out.glob("hudi_streaming-*.whl")
+    return whl
+
+
+def test_the_wheel_has_exactly_two_top_level_names(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+    top = {n.split("/")[0].removesuffix(".py") for n in names if ".dist-info/" not in n}
+    assert top == {"hudi_streaming", "pyspark_hudi_streaming"}
+    # every layer is inside, with the typing marker, and every module of the source tree made it
+    for layer in SHADOWS:
+        assert f"hudi_streaming/{layer}/__init__.py" in names
+    assert "hudi_streaming/py.typed" in names
+    tree = {str(p.relative_to(REPO)) for layer in SHADOWS for p in (REPO / layer).rglob("*.py")}
+    assert {n.removeprefix("hudi_streaming/") for n in names if n.startswith(SHADOWS, len("hudi_streaming/"))} \
+        == tree
+
+
+def _shadowing_workdir(path: Path) -> Path:
+    """Folders and modules named like the old top-level packages, each failing loudly if imported."""
+    path.mkdir()
+    for i, name in enumerate(SHADOWS):
+        boom = f"raise ImportError('the user\\'s own {name} was imported instead of hudi_streaming\\'s')\n"
+        if i % 2:  # a module state.py / streaming.py ...
+            (path / f"{name}.py").write_text(boom)
+        else:  # ... or a folder state/ / hoodie/ with an __init__
+            (path / name).mkdir()
+            (path / name / "__init__.py").write_text(boom)
+    return path
+
+
+STREAM_JOB = textwrap.dedent('''
+    import json, sys
+    import hudi_streaming
+    from pyspark.sql import SparkSession
+
+    table, out = sys.argv[1], sys.argv[2]
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    keys = []
+    query = (spark.readStream.format("hudi_streaming").option("stateLocation", "state/hudi")  # a folder named state
+             .load(table).writeStream
+             .foreachBatch(lambda df, _: keys.extend(r[0] for r in df.select("_hoodie_record_key").collect()))
+             .option("checkpointLocation", "checkpoint").trigger(availableNow=True).start())
+    query.awaitTermination()
+    json.dump({"keys": keys, "package": hudi_streaming.__file__}, open(out, "w"))
+''')
+
+
+def test_the_installed_wheel_streams_from_a_working_folder_that_shadows_generic_names(wheel, tmp_path,
+                                                                                      unzip_fixture):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    (site / "test-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)],
+                   check=True, capture_output=True)
+
+    work = _shadowing_workdir(tmp_path / "job")
+    (work / "job.py").write_text(STREAM_JOB)
+    table = str(unzip_fixture("mor_avro__v9_txns_simple_meta").table)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    env["PYSPARK_PYTHON"] = str(python)
+    proc = subprocess.run([str(python), "job.py", table, "result.json"], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((work / "result.json").read_text())
+    assert Path(result["package"]).is_relative_to(site), result["package"]  # the wheel's copy, not the checkout
+    snapshot = read_table(table, columns=["_hoodie_record_key"]).column("_hoodie_record_key").to_pylist()
+    assert sorted(result["keys"]) == sorted(snapshot) and snapshot
+    assert (work / "state" / "hudi").is_dir()  # the stream's state went into the user's folder named state

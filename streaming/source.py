@@ -1,20 +1,12 @@
 """The Spark Python data source ``hudi_streaming``: stream and batch readers over a Hudi table.
 
-Offsets are ``{"rec": r, "seq": s, "v": 2}``: every split with a lower sequence number is delivered, and
-split ``s`` up to record ``r``. ``v`` names the order of a split's rows that ``r`` counts in (2: untouched base
-rows, updated rows, log-only inserts); an offset inside a split in another order is refused, never misread.
-The split queue itself lives in the state files (``state/``), written before
-``latestOffset`` returns an offset that refers to it, because after a crash Spark calls ``partitions(start,
-end)`` for the uncommitted batch in a new process before anything else. ``read()`` runs on executors with
-only the partition and this reader's constructor state, so both are small and picklable.
+A thin adapter: what each batch delivers is decided in ``driver`` (no Spark there); this module translates
+between PySpark's types and it. Offsets are described in ``driver``. ``read()`` runs on executors with only
+the partition and this reader's constructor state, so both are small and picklable.
 """
 from __future__ import annotations
 
-import datetime
-import json
 import logging
-import signal
-import time
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -24,43 +16,15 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
-from ..errors import DataLossError, OptionError, StateError
-from ..hoodie.read import incremental_instants, plan_slices
+from ..errors import OptionError
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
-from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
-from ..state import PlannedSplit, StateStore, StreamState
 
-from .consumer import SplitRange, consume, output_schema, read_columns
+from .consumer import SplitRange, consume
+from .driver import BatchLimit, StreamDriver, make_offset, plan_batch_read, source_schema
 from .options import ReadMode, SourceOptions, parse_options
 
 log = logging.getLogger(__name__)
-
-#: how often an idle stream lists the timeline (latestOffset is called every trigger)
-POLL_INTERVAL_SECONDS = 1.0
-
-
-def canonical(offset: dict) -> dict:
-    """Spark compares offsets as JSON strings: equal offsets must serialise identically."""
-    return json.loads(json.dumps(offset, sort_keys=True))
-
-
-#: the row order within a split that record offsets count in (see the module docstring)
-OFFSET_VERSION = 2
-
-
-def make_offset(seq: int, rec: int) -> dict:
-    return canonical({"v": OFFSET_VERSION, "seq": seq, "rec": rec})
-
-
-def _position(offset: dict, location: str) -> tuple[int, int]:
-    """(split sequence, record) of an offset; one that points inside a split in another row order is refused."""
-    seq, rec = int(offset["seq"]), int(offset["rec"])
-    if rec and int(offset.get("v", 1)) != OFFSET_VERSION:
-        raise StateError(f"{location}: the checkpoint's offset {offset} points inside a split whose rows an "
-                         f"earlier version of hudi_streaming ordered differently (offset version "
-                         f"{offset.get('v', 1)}, now {OFFSET_VERSION}); finish the batch with that version first")
-    return seq, rec
 
 
 @dataclass
@@ -82,11 +46,6 @@ def _task_table(opts: SourceOptions, partition: FileGroupPartition) -> HudiTable
     return table
 
 
-def _arrow_schema(opts: SourceOptions):
-    table = HudiTable(opts.path, opts.storage or None)
-    return output_schema(table.arrow_schema(), opts.columns)
-
-
 class HudiStreamingDataSource(DataSource):
     """``spark.readStream.format("hudi_streaming").option(...).load(table_url)``."""
 
@@ -101,9 +60,9 @@ class HudiStreamingDataSource(DataSource):
             raise ValueError(f"hudi_streaming: {e}") from None
 
     def schema(self) -> StructType:
-        return from_arrow_schema(_arrow_schema(self._opts()))
+        return from_arrow_schema(source_schema(self._opts()))
 
-    def streamReader(self, schema: StructType) -> "HudiStreamReader":
+    def streamReader(self, schema: StructType) -> HudiStreamReader:
         opts = self._opts()
         if not opts.state_location:
             raise ValueError("hudi_streaming: option stateLocation is required for streaming reads (a folder the "
@@ -111,7 +70,7 @@ class HudiStreamingDataSource(DataSource):
                              "checkpoint location)")
         return HudiStreamReader(opts, schema)
 
-    def reader(self, schema: StructType) -> "HudiBatchReader":
+    def reader(self, schema: StructType) -> HudiBatchReader:
         return HudiBatchReader(self._opts(), schema)
 
 
@@ -120,16 +79,16 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # runs in the runner AND the planner process: cheap and picklable; driver state is built lazily
         self.opts = options
         self.spark_schema = schema
-        self._driver = None
+        self._driver: StreamDriver | None = None
 
     def __getstate__(self):
         return {"opts": self.opts, "spark_schema": self.spark_schema, "_driver": None}
 
     # -- driver side -------------------------------------------------------------------------------------------
     @property
-    def driver(self) -> "_DriverState":
+    def driver(self) -> StreamDriver:
         if self._driver is None:
-            self._driver = _DriverState(self.opts, to_arrow_schema(self.spark_schema, timezone="UTC"))
+            self._driver = StreamDriver(self.opts, to_arrow_schema(self.spark_schema, timezone="UTC"))
         return self._driver
 
     def initialOffset(self) -> dict:
@@ -150,20 +109,22 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         self.driver.install_sigterm()
-        return self.driver.latest_offset(start or make_offset(0, 0), limit)
+        spark_limit = BatchLimit(max_rows=getattr(limit, "max_rows", None), max_files=getattr(limit, "max_files", None),
+                                 max_bytes=getattr(limit, "max_bytes", None))
+        return self.driver.latest_offset(start or make_offset(0, 0), spark_limit)
 
     def reportLatestOffset(self):
         return self.driver.metrics()
 
     def partitions(self, start: dict, end: dict):
-        return self.driver.partitions(start, end)
+        return self.driver.partitions(start, end, FileGroupPartition)
 
     def commit(self, end: dict) -> None:
         self.driver.commit(end)
 
     def stop(self) -> None:
         if self._driver is not None:
-            log.info("hudi_streaming: stopped at %s", self._driver.state.cursor if self._driver.state else None)
+            log.info("hudi_streaming: stopped at %s", self._driver.state.cursor)
 
     # -- executor side -----------------------------------------------------------------------------------------
     def read(self, partition: FileGroupPartition):
@@ -176,263 +137,6 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                            mini_batch=o.mini_batch_size, fail_on_data_loss=o.fail_on_data_loss)
 
 
-class _DriverState:
-    """The runner-process side of the stream: monitor, state store, and the offset arithmetic."""
-
-    def __init__(self, opts: SourceOptions, reference_schema: pa.Schema):
-        self.opts = opts
-        #: the query's output schema, fixed when it started
-        self.output = reference_schema
-        self.table = HudiTable(opts.path, opts.storage or None)
-        self.store = StateStore(opts.state_location, opts.storage or None)
-        self.state: StreamState | None = self.store.load(self.table.url, self.table.config.name)
-        if self.state is None:
-            self.state = StreamState(table_url=self.table.url, table_name=self.table.config.name)
-        self.monitor = StreamMonitor(self.table, MonitorOptions(
-            skip_compaction=opts.skip_compaction, skip_clustering=opts.skip_clustering,
-            skip_insert_overwrite=opts.skip_insert_overwrite, ending_instant=opts.ending_instant,
-            partition_filter=opts.partition_filter(), emit_deletes=opts.emit_deletes,
-            reference_schema=reference_schema, allow_schema_changes=opts.allow_schema_changes))
-        self.target: Cursor | None = None
-        self.available_now = False
-        self._last_poll = 0.0
-        self._caught_up = False
-        #: what the last admitted batch holds (estimates from write stats), for the progress metrics
-        self.last_batch: dict = {}
-        self._sig = False
-        self.blocked_by: str | None = None
-
-    def install_sigterm(self) -> None:
-        """Spark ends the runner with SIGTERM; raising SystemExit lets ``stop()`` run (see the PySpark spec)."""
-        if not self._sig:
-            self._sig = True
-            signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(SystemExit(0)))
-
-    # -- planning ----------------------------------------------------------------------------------------------
-    def pin_target(self) -> None:
-        self.available_now = True
-        self.table.reload()
-        self.target = self.monitor.latest_cursor()
-
-    def _append(self, splits, n_instants: int) -> None:
-        st = self.state
-        rnd = st.next_round
-        for s in splits:
-            st.splits.append(PlannedSplit(seq=st.next_seq, round=rnd, instants_in_round=n_instants, split=s))
-            st.next_seq += 1
-        st.next_round += 1
-
-    def _start(self) -> None:
-        st, o = self.state, self.opts
-        if o.starting_instant == "earliest":
-            plan = self.monitor.plan_snapshot()
-            self._append(plan.splits, len(plan.instants))
-            st.cursor = plan.cursor
-        elif o.starting_instant == "latest":
-            st.cursor = self.monitor.latest_cursor()
-        else:
-            st.cursor = self.monitor.cursor_at(_instant_of(o.starting_instant))
-        st.started = True
-        self.store.save(st)
-
-    def _poll(self) -> bool:
-        """Plan the next round(s) of instants; True when the state changed.
-
-        A stream that is behind plans its next round at once; one that has caught up lists the timeline at
-        most every ``POLL_INTERVAL_SECONDS`` (Spark asks for the latest offset on every trigger).
-        """
-        now = time.monotonic()
-        if self._caught_up and not self.available_now and now - self._last_poll < POLL_INTERVAL_SECONDS:
-            return False
-        self._last_poll = now
-        self.table.reload()
-        st, changed = self.state, False
-        for _ in range(1000):  # skipped instants advance the cursor without splits; keep going to real ones
-            if self.target is not None and st.cursor is not None and \
-                    self.monitor.cursor_key(st.cursor) >= self.monitor.cursor_key(self.target):
-                break
-            if self.available_now and self.target is None:
-                break
-            try:
-                plan = self.monitor.plan_next(st.cursor, self._round_size())
-            except DataLossError as e:
-                if self.opts.fail_on_data_loss:
-                    raise
-                plan = self._recover(e)
-            self.blocked_by = plan.blocked_by
-            self._caught_up = plan.cursor == st.cursor
-            if self._caught_up:
-                break
-            self._append(plan.splits, len(plan.instants))
-            st.cursor = plan.cursor
-            changed = True
-            if plan.splits:
-                break
-        if changed:
-            self.store.save(st)
-        return changed
-
-    def _recover(self, error: DataLossError) -> Plan:
-        """failOnDataLoss=false: log the lost range and continue from a snapshot of the table as it is now."""
-        plan = self.monitor.plan_snapshot()
-        log.error("hudi_streaming: DATA LOSS, continuing from a snapshot at %s: %s",
-                  plan.cursor.requested if plan.cursor else None, error)
-        return plan
-
-    def _round_size(self) -> int | None:
-        if self.opts.read_mode is ReadMode.CHANGELOG:
-            return 1  # one instant per round: each change is delivered as its own version
-        return self.opts.max_instants_per_trigger
-
-    # -- offsets -----------------------------------------------------------------------------------------------
-    def latest_offset(self, start: dict, limit: ReadLimit) -> dict:
-        if not self.state.started:
-            self._start()
-        seq, rec = _position(start, self.opts.state_location)
-        if not self.state.pending_from(seq) or (seq == self.state.next_seq):
-            self._poll()
-        pending = self.state.pending_from(seq)
-        if not pending:
-            return make_offset(seq, rec)
-        return self._advance(seq, rec, pending, limit)
-
-    def _advance(self, seq: int, rec: int, pending: list[PlannedSplit], limit: ReadLimit) -> dict:
-        o = self.opts
-        max_rows = _min(o.max_rows_per_trigger, getattr(limit, "max_rows", None))
-        max_files = _min(o.max_splits_per_trigger, getattr(limit, "max_files", None))
-        max_bytes = _min(o.max_bytes_per_trigger, getattr(limit, "max_bytes", None))
-        max_instants = o.max_instants_per_trigger
-        rows = files = nbytes = instants = 0
-        rounds: set[int] = set()
-        end_seq, end_rec = seq, rec
-        for p in pending:
-            skip = rec if p.seq == seq else 0
-            left = max(p.split.est_rows - skip, 0)
-            new_round = p.round not in rounds
-            taken_any = (end_seq, end_rec) != (seq, rec)
-            if taken_any and ((max_files and files + 1 > max_files)
-                              or (max_bytes and nbytes + p.split.est_bytes > max_bytes)
-                              or (max_instants and new_round and instants + p.instants_in_round > max_instants)):
-                break
-            if max_rows and rows + left > max_rows and left > 0:
-                budget = max_rows - rows
-                if budget > 0 or not taken_any:
-                    end_seq, end_rec = p.seq, skip + max(budget, 1)
-                    rows, files = rows + max(budget, 1), files + 1
-                break
-            rows += left
-            files += 1
-            nbytes += p.split.est_bytes
-            if new_round:
-                rounds.add(p.round)
-                instants += p.instants_in_round
-            end_seq, end_rec = p.seq + 1, 0
-        self.last_batch = {"splits": files, "rowsEstimate": rows, "bytesEstimate": nbytes, "instants": instants}
-        log.info("hudi_streaming: batch of %d splits (about %d rows, %d bytes, %d instants) up to split %d record %d; "
-                 "%d splits left after it", files, rows, nbytes, instants, end_seq, end_rec,
-                 sum(1 for p in pending if p.seq >= end_seq))
-        return make_offset(end_seq, end_rec)
-
-    def partitions(self, start: dict, end: dict) -> list[FileGroupPartition]:
-        where = self.opts.state_location
-        (s_seq, s_rec), (e_seq, e_rec) = _position(start, where), _position(end, where)
-        if (s_seq, s_rec) == (e_seq, e_rec):
-            return []
-        by_seq = {p.seq: p for p in self.state.splits}
-        last = e_seq if e_rec > 0 else e_seq - 1
-        groups: dict[tuple[str, str], list[SplitRange]] = {}
-        for seq in range(s_seq, last + 1):
-            p = by_seq.get(seq)
-            if p is None:
-                raise StateError(f"{self.opts.state_location}: split {seq} of batch {start}..{end} is not in the "
-                                 "state; the state folder does not belong to this checkpoint")
-            skip = s_rec if seq == s_seq else 0
-            stop = e_rec if seq == e_seq else None
-            groups.setdefault(p.split.group, []).append(SplitRange(p.split, skip, stop))
-        columns = read_columns(self.table, self.output)
-        commits = self.table.timeline.commit_check() if self.table.config.version < 8 else None
-        return [FileGroupPartition(r, columns, commits) for _, r in sorted(groups.items())]
-
-    def commit(self, end: dict) -> None:
-        e_seq = int(end["seq"])
-        st = self.state
-        if e_seq > st.committed_seq:
-            st.splits = [p for p in st.splits if p.seq >= e_seq]
-            st.committed_seq = e_seq
-            self.store.save(st)
-
-    def metrics(self) -> dict:
-        """Progress a user reads in ``query.lastProgress`` (Spark shows it as the source's latestOffset)."""
-        st = self.state
-        pending = st.pending_from(st.committed_seq)
-        behind, _ = self.monitor.completed_after(st.cursor)
-        latest = self.monitor.cursor_of(behind[-1]) if behind else st.cursor
-        return canonical({"cursor": st.cursor.requested if st.cursor else None,
-                          "latestInstant": latest.requested if latest else None,
-                          "lagInstants": len(behind),
-                          "lagSeconds": _seconds_between(st.cursor, latest),
-                          "pendingSplits": len(pending),
-                          "pendingRowsEstimate": sum(p.split.est_rows for p in pending),
-                          "pendingBytesEstimate": sum(p.split.est_bytes for p in pending),
-                          "lastBatch": self.last_batch,
-                          **self._retention(pending, behind),
-                          "blockedByPendingInstant": self.blocked_by})
-
-
-    def _retention(self, pending: list[PlannedSplit], unplanned: list) -> dict:
-        """How close the cleaner is to files this stream still needs (Hudi has no reader lease to hold it off).
-
-        ``retentionHeadroomInstants``: writes the newest clean retained minus writes since the oldest instant
-        the stream still reads (a pending split's, or the first completed one not yet planned) — at 0 or
-        below, the next clean of the same policy may remove them, and a warning is logged while the data is
-        still there. A stream that has caught up needs only the newest slices, which every clean keeps.
-        """
-        retention = self.table.timeline.clean_retention()
-        if retention is None:
-            return {"cleanRetainsFrom": None, "retentionHeadroomInstants": None}
-        retains_from, kept = retention
-        needed = [min(p.split.instants or [p.split.max_instant]) for p in pending]
-        needed += [e.requested_time for e in unplanned]
-        if not needed:
-            return {"cleanRetainsFrom": retains_from, "retentionHeadroomInstants": kept}
-        oldest = min(needed)
-        since = sum(1 for e in self.table.timeline.completed_writes() if e.requested_time >= oldest)
-        headroom = kept - since
-        if headroom <= 0:
-            log.warning("hudi_streaming: %s: the cleaner keeps the last %d writes (from %s); this stream still reads "
-                        "from %s, %d writes back: the next clean may remove files it needs", self.table.url, kept,
-                        retains_from, oldest, since)
-        return {"cleanRetainsFrom": retains_from, "retentionHeadroomInstants": headroom}
-
-
-def _seconds_between(a: Cursor | None, b: Cursor | None) -> float | None:
-    """Time between two instants (completion times where known), from their yyyyMMddHHmmssSSS strings."""
-    if a is None or b is None:
-        return None
-    def parse(c: Cursor) -> datetime.datetime:
-        t = (c.completion or c.requested)[:17].ljust(17, "0")
-        return datetime.datetime.strptime(t[:14], "%Y%m%d%H%M%S") + datetime.timedelta(milliseconds=int(t[14:]))
-    try:
-        return round((parse(b) - parse(a)).total_seconds(), 3)
-    except ValueError:
-        return None
-
-
-def _min(a: int | None, b: int | None) -> int | None:
-    vals = [v for v in (a, b) if v]
-    return min(vals) if vals else None
-
-
-def _instant_of(value: str) -> str:
-    """A start position: an instant time, or a timestamp ``YYYY-MM-DD[ HH:MM:SS]`` turned into one (UTC)."""
-    if value.isdigit():
-        return value
-    digits = "".join(ch for ch in value if ch.isdigit())
-    if len(digits) < 8:
-        raise OptionError(f"option startingInstant={value!r}: expected earliest, latest, an instant or a timestamp")
-    return (digits + "0" * 17)[:17]
-
-
 class HudiBatchReader(DataSourceReader):
     """``spark.read.format("hudi_streaming")``: snapshot or incremental (``startingInstant``/``endingInstant``)."""
 
@@ -441,18 +145,7 @@ class HudiBatchReader(DataSourceReader):
         self.spark_schema = schema
 
     def partitions(self):
-        o = self.opts
-        table = HudiTable(o.path, o.storage or None)
-        start = None if o.starting_instant in ("earliest", "latest") else _instant_of(o.starting_instant)
-        slices, max_instant, _ = plan_slices(table, start=start, end=o.ending_instant,
-                                             partition_filter=o.partition_filter())
-        instants = incremental_instants(table, start, o.ending_instant) if start or o.ending_instant else None
-        mon = StreamMonitor(table, MonitorOptions())
-        splits = [mon.split_of(s, instants, max_instant, est_rows=0) for s in slices]
-        columns = read_columns(table, to_arrow_schema(self.spark_schema, timezone="UTC"))
-        commits = table.timeline.commit_check() if table.config.version < 8 else None
-        return [FileGroupPartition([SplitRange(s, 0, None)], columns, commits) for s in splits] or \
-            [FileGroupPartition([], columns, commits)]
+        return plan_batch_read(self.opts, to_arrow_schema(self.spark_schema, timezone="UTC"), FileGroupPartition)
 
     def read(self, partition: FileGroupPartition):
         o = self.opts

@@ -10,13 +10,14 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
+from hudi_streaming.streaming.driver import source_schema
 from hudi_streaming.streaming.options import parse_options
-from hudi_streaming.streaming.source import HudiStreamReader, _arrow_schema
+from hudi_streaming.streaming.source import HudiStreamReader
 
 
 def make_reader(table: str, state: str, **options: str) -> HudiStreamReader:
     opts = parse_options({"path": table, "stateLocation": state, **options})
-    return HudiStreamReader(opts, from_arrow_schema(_arrow_schema(opts)))
+    return HudiStreamReader(opts, from_arrow_schema(source_schema(opts)))
 
 
 def run_batches(reader: HudiStreamReader, start: dict | None = None, limit=None, max_batches: int = 1000,

@@ -1,0 +1,97 @@
+"""The driver's admission arithmetic and offsets, without Spark or a table: every expected offset is worked out
+by hand from the split estimates below."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from hudi_streaming.errors import OptionError, StateError
+from hudi_streaming.monitor.split import Split
+from hudi_streaming.state import PlannedSplit
+from hudi_streaming.streaming.driver import BatchLimit, admit, instant_of, make_offset, position
+from hudi_streaming.streaming.options import parse_options
+
+
+def _planned(seq: int, rnd: int, instants_in_round: int, rows: int, nbytes: int) -> PlannedSplit:
+    split = Split(partition="p", file_id=f"f{seq}", base_instant="001", max_instant="001", est_rows=rows,
+                  est_bytes=nbytes)
+    return PlannedSplit(seq=seq, round=rnd, instants_in_round=instants_in_round, split=split)
+
+
+#: round 0 (two instants) wrote two file groups of 10 rows / 100 bytes; round 1 (one instant) 5 rows / 50 bytes
+PENDING = [_planned(0, 0, 2, 10, 100), _planned(1, 0, 2, 10, 100), _planned(2, 1, 1, 5, 50)]
+
+
+def _batch(splits: int, rows: int, nbytes: int, instants: int) -> dict:
+    return {"splits": splits, "rowsEstimate": rows, "bytesEstimate": nbytes, "instants": instants}
+
+
+def test_max_rows_cuts_inside_a_split_and_the_next_batch_resumes_there():
+    # 10 rows of split 0, then 5 of split 1's 10: the batch ends at split 1 record 5
+    assert admit(PENDING, 0, 0, BatchLimit(max_rows=15)) == ((1, 5), _batch(2, 15, 100, 2))
+    # the 5 rows left of split 1 and all 5 of split 2 fit in the next 15
+    assert admit(PENDING[1:], 1, 5, BatchLimit(max_rows=15)) == ((3, 0), _batch(2, 10, 150, 3))
+
+
+def test_a_row_budget_used_up_exactly_ends_at_the_split_boundary():
+    assert admit(PENDING, 0, 0, BatchLimit(max_rows=10)) == ((1, 0), _batch(1, 10, 100, 2))
+    assert admit(PENDING, 0, 0, BatchLimit(max_rows=4)) == ((0, 4), _batch(1, 4, 0, 0))
+    assert admit(PENDING, 0, 4, BatchLimit(max_rows=4)) == ((0, 8), _batch(1, 4, 0, 0))  # counted from record 4
+
+
+def test_max_files_counts_splits():
+    assert admit(PENDING, 0, 0, BatchLimit(max_files=2)) == ((2, 0), _batch(2, 20, 200, 2))
+
+
+def test_a_byte_budget_below_any_split_still_admits_one():
+    assert admit(PENDING, 0, 0, BatchLimit(max_bytes=1)) == ((1, 0), _batch(1, 10, 100, 2))
+    assert admit(PENDING, 0, 0, BatchLimit(max_bytes=250)) == ((3, 0), _batch(3, 25, 250, 3))
+
+
+def test_max_instants_never_splits_a_planning_round():
+    # round 0 alone has 2 instants, over a limit of 1: it is still admitted whole, round 1 waits
+    assert admit(PENDING, 0, 0, BatchLimit(max_instants=1)) == ((2, 0), _batch(2, 20, 200, 2))
+    assert admit(PENDING, 0, 0, BatchLimit(max_instants=3)) == ((3, 0), _batch(3, 25, 250, 3))
+
+
+def test_no_limit_admits_everything_pending():
+    assert admit(PENDING, 0, 0, BatchLimit()) == ((3, 0), _batch(3, 25, 250, 3))
+
+
+def test_the_tighter_of_spark_limit_and_options_applies():
+    opts = parse_options({"path": "t", "maxRowsPerTrigger": "5", "maxSplitsPerTrigger": "3"})
+    assert BatchLimit(max_rows=100).within(opts) == BatchLimit(max_rows=5, max_files=3)
+    assert BatchLimit(max_rows=2, max_bytes=7).within(opts) == BatchLimit(max_rows=2, max_files=3, max_bytes=7)
+
+
+def test_offset_inside_a_split_of_another_row_order_is_refused():
+    with pytest.raises(StateError, match=r"^loc: .*offset version 1, now 2"):
+        position({"seq": 3, "rec": 2}, "loc")
+    with pytest.raises(StateError, match="ordered differently"):
+        position({"v": 1, "seq": 3, "rec": 2}, "loc")
+    assert position({"v": 1, "seq": 3, "rec": 0}, "loc") == (3, 0)  # a split boundary means the same in any order
+    assert position(make_offset(3, 2), "loc") == (3, 2)
+
+
+def test_equal_offsets_serialise_identically():
+    assert json.dumps(make_offset(3, 7)) == '{"rec": 7, "seq": 3, "v": 2}'
+
+
+def test_starting_instant_from_a_timestamp():
+    assert instant_of("20240102030405123") == "20240102030405123"
+    assert instant_of("2024-01-02 03:04:05") == "20240102030405000"
+    assert instant_of("2024-01-02") == "20240102000000000"
+    with pytest.raises(OptionError, match="startingInstant='yesterday'"):
+        instant_of("yesterday")
+
+
+def test_the_driver_imports_nothing_from_pyspark():
+    """So that the stream's logic can be tested, and reasoned about, without Spark (a fresh process: this one
+    may have imported PySpark already)."""
+    check = ("import sys, hudi_streaming.streaming.driver; "
+             "print(sorted(m for m in sys.modules if m.startswith('pyspark')))")
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

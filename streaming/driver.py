@@ -164,7 +164,11 @@ def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -
 
 
 class StreamDriver:
-    """The runner-process side of the stream: monitor, state store, and the offset arithmetic."""
+    """The runner-process side of the stream: monitor, state store, and the offset arithmetic.
+
+    Separate from Spark's ``DataSourceStreamReader`` (``source.py``, which only translates types) so that the
+    stream's one idea — which splits each batch delivers, exactly once — is tested and read without Spark.
+    """
 
     def __init__(self, opts: SourceOptions, reference_schema: pa.Schema):
         self.opts = opts

@@ -3,12 +3,13 @@
 Spark's Python workers must run this interpreter (``PYSPARK_PYTHON``), where the package is installed:
 without it they start whatever ``python3`` is first on ``PATH`` and fail with a misleading "Python worker
 failed to connect back". The source needs no ``register`` call (``pyspark_hudi_streaming``). The UI and
-progress bars are off; timestamps are shown in UTC, like Hudi's instant times.
+progress bars are off, catalog tables go to a temporary warehouse (not the working folder); timestamps are shown in UTC, like Hudi's instant times.
 """
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 
 def local_spark(app_name: str):
@@ -19,6 +20,7 @@ def local_spark(app_name: str):
     spark = (SparkSession.builder.master("local[2]").appName(app_name)
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="hudi-streaming-warehouse-"))
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark

@@ -8,6 +8,8 @@ storage options (``fs.*``/``storage.*``, passed to fsspec) go through untouched.
 from __future__ import annotations
 
 import enum
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -84,7 +86,7 @@ _NAMES = {(f.alias or name).lower(): (f.alias or name) for name, f in SourceOpti
           if name not in ("hoodie", "storage")}
 
 
-def parse_options(options: dict[str, str]) -> SourceOptions:
+def parse_options(options: Mapping[str, str]) -> SourceOptions:
     """Validate Spark's (lower-cased, string-valued) options."""
     values: dict[str, Any] = {"hoodie": {}, "storage": {}}
     for key, value in options.items():
@@ -106,3 +108,45 @@ def parse_options(options: dict[str, str]) -> SourceOptions:
         err = e.errors()[0]
         name = err["loc"][0] if err["loc"] else "?"
         raise OptionError(f"option {name}={values.get(str(name))!r}: {err['msg']}") from None
+
+
+#: keys Spark's session catalog adds to a source's options on ``CREATE TABLE ... USING hudi_streaming``; it also
+#: repeats every user option as ``option.<name>``
+_CATALOG_KEYS = ("owner", "location", "provider")
+#: where a catalog table's options are kept: metadata of the schema's first field (see :func:`table_options`)
+TABLE_OPTIONS_KEY = "hudi_streaming.tableOptions"
+
+
+def is_catalog_definition(options: Mapping[str, str]) -> bool:
+    """Spark is defining a catalog table (``CREATE TABLE``): it passes ``provider``, which no reader does."""
+    return any(k.lower() == "provider" for k in options)
+
+
+def user_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The options the user gave, without the ones Spark's catalog adds when it defines a table."""
+    if not is_catalog_definition(options):
+        return dict(options)
+    return {k: v for k, v in options.items()
+            if k.lower() not in _CATALOG_KEYS and not k.lower().startswith("option.")}
+
+
+def table_options(schema_metadata: Mapping[str, Any]) -> dict[str, str]:
+    """The options a catalog table was defined with, from its schema's first field's metadata.
+
+    PySpark 4 passes a Python source's ``CREATE TABLE ... OPTIONS (...)`` only to ``schema()`` when the table is
+    defined; a later ``spark.table(t)`` or ``spark.readStream.table(t)`` hands the reader only the options of that
+    read (often none, so not even the path). Spark keeps the schema with its field metadata in the catalog and
+    gives it back to every reader, so the definition's options travel there, and a read's own options override
+    them (e.g. a ``stateLocation`` per query).
+    """
+    raw = schema_metadata.get(TABLE_OPTIONS_KEY)
+    if raw is None:
+        return {}
+    try:
+        stored = json.loads(raw)
+    except ValueError:
+        stored = None
+    if not isinstance(stored, dict) or not all(isinstance(v, str) for v in stored.values()):
+        raise OptionError(f"the catalog table's schema metadata {TABLE_OPTIONS_KEY} is not a JSON object of "
+                          f"strings: {raw[:80]!r}; drop and create the table again")
+    return stored

@@ -6,6 +6,7 @@ the partition and this reader's constructor state, so both are small and picklab
 """
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 
@@ -22,7 +23,8 @@ from ..hoodie.timeline import CommitCheck
 
 from .consumer import SplitRange, consume
 from .driver import BatchLimit, StreamDriver, make_offset, plan_batch_read, source_schema
-from .options import ReadMode, SourceOptions, parse_options
+from .options import (TABLE_OPTIONS_KEY, ReadMode, SourceOptions, is_catalog_definition, parse_options,
+                      table_options, user_options)
 
 log = logging.getLogger(__name__)
 
@@ -47,31 +49,36 @@ def _task_table(opts: SourceOptions, partition: FileGroupPartition) -> HudiTable
 
 
 class HudiStreamingDataSource(DataSource):
-    """``spark.readStream.format("hudi_streaming").option(...).load(table_url)``."""
+    """``spark.readStream.format("hudi_streaming").option(...).load(table_url)``, and ``CREATE TABLE ... USING
+    hudi_streaming OPTIONS (path ...)`` for ``spark.table`` / ``spark.readStream.table``."""
 
     @classmethod
     def name(cls) -> str:
         return "hudi_streaming"
 
-    def _opts(self) -> SourceOptions:
-        try:
-            return parse_options(dict(self.options))
-        except OptionError as e:
-            raise ValueError(f"hudi_streaming: {e}") from None
+    def _opts(self, schema: StructType | None = None) -> SourceOptions:
+        """This read's options over those of the catalog table it reads, if any (kept in its schema)."""
+        defined = table_options(schema.fields[0].metadata) if schema is not None and schema.fields else {}
+        given = {k.lower(): v for k, v in user_options(self.options).items()}
+        return parse_options({**{k.lower(): v for k, v in defined.items()}, **given})
 
     def schema(self) -> StructType:
-        return from_arrow_schema(source_schema(self._opts()))
+        schema = from_arrow_schema(source_schema(self._opts()))
+        if is_catalog_definition(self.options):  # CREATE TABLE: keep its options where reads will find them
+            first = schema.fields[0]
+            first.metadata = {**first.metadata, TABLE_OPTIONS_KEY: json.dumps(user_options(self.options))}
+        return schema
 
     def streamReader(self, schema: StructType) -> HudiStreamReader:
-        opts = self._opts()
+        opts = self._opts(schema)
         if not opts.state_location:
-            raise ValueError("hudi_streaming: option stateLocation is required for streaming reads (a folder the "
-                             "source owns, e.g. <checkpoint>/hudi_state; Python sources cannot see Spark's "
-                             "checkpoint location)")
+            raise OptionError("hudi_streaming: option stateLocation is required for streaming reads (a folder the "
+                              "source owns, e.g. <checkpoint>/hudi_state; Python sources cannot see Spark's "
+                              "checkpoint location)")
         return HudiStreamReader(opts, schema)
 
     def reader(self, schema: StructType) -> HudiBatchReader:
-        return HudiBatchReader(self._opts(), schema)
+        return HudiBatchReader(self._opts(schema), schema)
 
 
 class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

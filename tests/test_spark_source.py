@@ -57,3 +57,29 @@ def test_missing_state_location_is_one_clear_error(spark, unzip_fixture):
     with pytest.raises(Exception, match="stateLocation is required"):
         (spark.readStream.format("hudi_streaming").load(str(unzip_fixture(V9).table))
          .writeStream.format("noop").start().awaitTermination(60))
+
+
+def test_a_catalog_table_streams_and_reads_with_its_definitions_options(spark, unzip_fixture, tmp_path):
+    """``CREATE TABLE ... USING hudi_streaming``: Spark's own table options (owner, location, provider) are
+    accepted, the definition's options reach later reads, and a read's own options override them."""
+    table = str(unzip_fixture(V9).table)
+    snapshot = sorted(hoodie.read_table(table).column("_hoodie_record_key").to_pylist())
+    spark.sql(f"CREATE TABLE hudi_feed USING hudi_streaming OPTIONS (path '{table}', "
+              f"stateLocation '{tmp_path}/defined_state', maxRowsPerTrigger '5')")
+    try:
+        assert sorted(r[0] for r in spark.table("hudi_feed").select("_hoodie_record_key").collect()) == snapshot
+        assert sorted(r[0] for r in spark.sql("SELECT _hoodie_record_key FROM hudi_feed").collect()) == snapshot
+        batches: list[list[str]] = []
+        q = (spark.readStream.option("stateLocation", str(tmp_path / "query_state")).table("hudi_feed")
+             .writeStream.foreachBatch(lambda df, _: batches.append([r[0] for r in df.select("_hoodie_record_key")
+                                                                     .collect()]))
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+        q.awaitTermination(300)
+        assert q.exception() is None
+        assert sorted(k for b in batches for k in b) == snapshot
+        assert len(batches) >= 3 and all(len(b) <= 5 for b in batches)  # the definition's maxRowsPerTrigger
+        assert (tmp_path / "query_state").is_dir() and not (tmp_path / "defined_state").exists()  # overridden
+    finally:
+        spark.sql("DROP TABLE IF EXISTS hudi_feed")
+    with pytest.raises(Exception, match="unknown option 'maxrowspertriger'.*valid options"):
+        spark.sql(f"CREATE TABLE hudi_typo USING hudi_streaming OPTIONS (path '{table}', maxRowsPerTriger '5')")

@@ -23,7 +23,6 @@ from collections import Counter
 from pathlib import Path
 
 
-
 def build(table: str, rows: int, commits: int, updates: int) -> None:
     import numpy as np
     import pyarrow as pa

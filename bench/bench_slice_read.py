@@ -45,13 +45,11 @@ import uuid
 import zlib
 from pathlib import Path
 
+import fastavro  # noqa: E402
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
-
-import fastavro  # noqa: E402
 
 from hudi_streaming.hoodie.logfile.avro_arrow import avro_bytes, avro_long, records_to_avro_dicts  # noqa: E402
 from hudi_streaming.hoodie.logfile.format import make_log_file_name  # noqa: E402

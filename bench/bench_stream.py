@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 
 
-
 def build(table: str, rows: int, updates: int, group_rows: int) -> None:
     import numpy as np
     import pyarrow as pa

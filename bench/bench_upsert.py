@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-
 from hudi_streaming.hoodie.writer import create_table  # noqa: E402
 
 SCHEMA = pa.schema([

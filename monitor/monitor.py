@@ -23,7 +23,6 @@ from ..hoodie.fs_view import FileSlice, FileSystemView
 from ..hoodie.storage import FileInfo
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import Action, TimelineEntry
-
 from .schema_check import check_instant_schema
 from .split import LogRef, PriorSlice, Split
 

@@ -17,8 +17,6 @@ from ..errors import SchemaChangeError
 from ..hoodie.logfile.avro_arrow import arrow_schema_from_avro
 from ..hoodie.table import META_COLUMNS
 
-
-
 _WIDENINGS = {
     (pa.int32(), pa.int64()), (pa.int32(), pa.float32()), (pa.int32(), pa.float64()),
     (pa.int64(), pa.float32()), (pa.int64(), pa.float64()), (pa.float32(), pa.float64()),

@@ -20,8 +20,8 @@ import json
 import logging
 import signal
 import time
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 import pyarrow as pa
@@ -32,7 +32,6 @@ from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
 from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
 from ..state import PlannedSplit, StateStore, StreamState
-
 from .consumer import SplitRange, output_schema, read_columns
 from .options import ReadMode, SourceOptions
 

@@ -3,7 +3,8 @@
 Spark's Python workers must run this interpreter (``PYSPARK_PYTHON``), where the package is installed:
 without it they start whatever ``python3`` is first on ``PATH`` and fail with a misleading "Python worker
 failed to connect back". The source needs no ``register`` call (``pyspark_hudi_streaming``). The UI and
-progress bars are off, catalog tables go to a temporary warehouse (not the working folder); timestamps are shown in UTC, like Hudi's instant times.
+progress bars are off, catalog tables go to a temporary warehouse (not the working folder); timestamps are
+shown in UTC, like Hudi's instant times.
 """
 from __future__ import annotations
 

@@ -13,18 +13,30 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxFiles, ReadMaxRows,
-                                              SupportsTriggerAvailableNow)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 from pyspark.sql.types import StructType
 
 from ..errors import OptionError
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
-
 from .consumer import SplitRange, consume
 from .driver import BatchLimit, StreamDriver, make_offset, plan_batch_read, source_schema
-from .options import (TABLE_OPTIONS_KEY, ReadMode, SourceOptions, is_catalog_definition, parse_options,
-                      table_options, user_options)
+from .options import (
+    TABLE_OPTIONS_KEY,
+    ReadMode,
+    SourceOptions,
+    is_catalog_definition,
+    parse_options,
+    table_options,
+    user_options,
+)
 
 log = logging.getLogger(__name__)
 

@@ -32,6 +32,8 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
+from test_hudi_rs_oracle import assert_same_as_hudi_rs, rs_table
 
 from hudi_streaming import hoodie
 from hudi_streaming.errors import CorruptFileError
@@ -39,9 +41,6 @@ from hudi_streaming.hoodie.logfile.format import BlockType, HeaderKey
 from hudi_streaming.hoodie.logfile.reader import iter_blocks
 from hudi_streaming.hoodie.logfile.writer import encode_avro_data_block, encode_block
 from hudi_streaming.hoodie.timeline.instant import mtime_to_instant
-from test_hudi_rs_oracle import assert_same_as_hudi_rs, rs_table
-
-from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
 
 V9 = "mor_avro__v9_txns_simple_meta"
 V8 = "mor_avro__v8_mor_boundary_windows"

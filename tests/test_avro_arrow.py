@@ -23,8 +23,8 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import FIXTURES, LOG_FILES, fixture_names
+
 from hudi_streaming.errors import CorruptFileError, UnsupportedTableError
 from hudi_streaming.hoodie.logfile import avro_arrow
 from hudi_streaming.hoodie.logfile.avro_arrow import arrow_schema_from_avro, decode_avro_records, records_to_avro_dicts
@@ -591,7 +591,7 @@ def test_garbage_records_never_escape_as_other_errors():
     rng = random.Random(11)
     records = all_types_records(5, seed=5)
     good = encode_payload(ALL_TYPES, records)
-    for trial in range(150):
+    for _ in range(150):
         payload = bytearray(good)
         offset = 0
         for _ in range(5):  # damage bytes inside the records, keep the length prefixes
@@ -601,7 +601,7 @@ def test_garbage_records_never_escape_as_other_errors():
                     payload[offset + 4 + rng.randrange(length)] = rng.randrange(256)
             offset += 4 + length
         decode_or_corrupt(bytes(payload), 5, schema=ALL_TYPES)
-    for trial in range(50):  # entirely random records
+    for _ in range(50):  # entirely random records
         chunks = [bytes(rng.randrange(256) for _ in range(rng.randrange(30))) for _ in range(3)]
         payload = b"".join(struct.pack(">i", len(c)) + c for c in chunks)
         decode_or_corrupt(payload, 3, schema=ALL_TYPES)

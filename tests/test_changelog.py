@@ -13,9 +13,9 @@ from collections import Counter
 
 import pyarrow as pa
 import pytest
+from stream_sim import make_reader, resume, run_batches
 
 from hudi_streaming.hoodie.writer import create_table
-from stream_sim import make_reader, resume, run_batches
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string())])
 

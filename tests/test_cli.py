@@ -11,8 +11,8 @@ import time
 
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import LOG_FILES
+
 from hudi_streaming.streaming.cli import format_table, main
 
 V6, V9 = "mor_avro__v6_trips_8i3d", "mor_avro__v9_txns_simple_meta"

@@ -6,10 +6,10 @@ import json
 import zipfile
 
 import pytest
-
-from hudi_streaming import hoodie
 from conftest import FIXTURES, LOG_FILES, fixture_names
 from gold import assert_same_rows, read_gold
+
+from hudi_streaming import hoodie
 
 # Tables without gold output are still read by the codec and hudi-rs tests.
 NO_GOLD = {"mor_avro__table_hfile_log_block": "the zip has no gold output (HFile blocks belong to the metadata "

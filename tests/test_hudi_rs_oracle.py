@@ -38,10 +38,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-
 from conftest import FIXTURES, fixture_names
 from gold import assert_same_rows, read_gold
-
 from hudi import HudiReadOptions, HudiTableBuilder  # hudi-rs, the 'test' extra: missing it is an error, not a skip
 
 # Tables whose latest snapshot read by hudi-rs differs from Spark's gold output: name -> what differs.
@@ -188,7 +186,9 @@ def oracle(hudi_rs, name: str) -> HudiRs:
 
 
 def read_ours(fx_table: Path, **kw) -> pa.Table:
-    from hudi_streaming import hoodie  # imported here so that the hudi-rs-only tests run even while our package fails to import
+    from hudi_streaming import (
+        hoodie,  # imported here so that the hudi-rs-only tests run even while our package fails to import
+    )
     return hoodie.read_table(str(fx_table), **kw)
 
 
@@ -297,6 +297,7 @@ def assert_same_as_hudi_rs(ours: pa.Table, rs: pa.Table, what: str, *, latest: p
 
 def _with_gold() -> list[str]:
     import zipfile
+
     from conftest import FIXTURES
     return [n for n in fixture_names()
             if any("/gold_data/" in f or f.startswith("gold_data/")

@@ -22,8 +22,8 @@ import fastavro.schema
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import FIXTURES, LOG_FILES, TABLE_ZIPS
+
 from hudi_streaming.errors import CorruptFileError, HudiStreamingError, UnsupportedTableError
 from hudi_streaming.hoodie.logfile.blocks import DeleteRecords, decode_data_block, decode_delete_block, read_hfile_cells
 from hudi_streaming.hoodie.logfile.format import (

@@ -5,10 +5,10 @@ import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from gold import assert_same_rows, read_gold
 
 import hudi_streaming
 from hudi_streaming import hoodie
-from gold import assert_same_rows, read_gold
 
 V9 = "mor_avro__v9_txns_simple_meta"
 

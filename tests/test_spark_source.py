@@ -5,9 +5,9 @@ import shutil
 
 import pyarrow as pa
 import pytest
+from gold import assert_same_rows, normalise_gold, read_gold
 
 from hudi_streaming import hoodie
-from gold import assert_same_rows, normalise_gold, read_gold
 
 V9 = "mor_avro__v9_txns_simple_meta"
 

@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from stream_sim import make_reader, resume, run_batches
 
 from hudi_streaming import hoodie
-from stream_sim import make_reader, resume, run_batches
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
 from reveal import TimelineReveal  # noqa: E402
@@ -55,8 +55,9 @@ def _apply(rows):
     return apply_upserts(rows)
 
 
-@pytest.mark.parametrize("name", [V9, V6, "mor_parquet__v6_nonpartitioned_rollback", "mor_avro__v8_mor_boundary_windows",
-                                  "cow__v9_txns_simple_meta", "cow__v6_simplekeygen_nonhivestyle_overwritetable",
+@pytest.mark.parametrize("name", [V9, V6, "mor_parquet__v6_nonpartitioned_rollback",
+                                  "mor_avro__v8_mor_boundary_windows", "cow__v9_txns_simple_meta",
+                                  "cow__v6_simplekeygen_nonhivestyle_overwritetable",
                                   "mor_avro__table_uncommitted_log_v6"])
 def test_earliest_then_increments_rebuild_the_table(name, unzip_fixture, tmp_path):
     table, rows = _followed_to_the_end(unzip_fixture, name, tmp_path, emitDeletes="true")
@@ -209,7 +210,7 @@ def test_damaged_split_segment_is_refused(damage, unzip_fixture, tmp_path):
     else:
         segment.unlink()
     with pytest.raises(StateError, match=damage):
-        make_reader(str(table), str(state)).driver
+        _ = make_reader(str(table), str(state)).driver
 
 
 def test_cleaned_files_fail_or_fall_back_to_a_snapshot(unzip_fixture, tmp_path):
@@ -264,6 +265,7 @@ def test_added_column_stops_the_stream_unless_allowed(unzip_fixture, tmp_path):
 
 def test_incompatible_type_change_is_refused_even_when_allowed():
     import pyarrow as pa
+
     from hudi_streaming.errors import SchemaChangeError
     from hudi_streaming.monitor.schema_check import check_instant_schema
     reference = pa.schema([("id", pa.string()), ("n", pa.int64()), ("x", pa.int32())])

@@ -6,8 +6,8 @@ import zlib
 import fsspec
 import pytest
 
-from hudi_streaming.hoodie.config import MergeMode, TableConfig, load_table_config, parse_java_properties
 from hudi_streaming.errors import CorruptFileError, UnsupportedTableError
+from hudi_streaming.hoodie.config import MergeMode, TableConfig, load_table_config, parse_java_properties
 from hudi_streaming.hoodie.storage import Storage
 
 

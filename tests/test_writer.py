@@ -22,6 +22,7 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hudi import HudiReadOptions, HudiTableBuilder
 
 import hudi_streaming
 from hudi_streaming import hoodie
@@ -31,14 +32,11 @@ from hudi_streaming.hoodie.logfile.format import BlockType, HeaderKey
 from hudi_streaming.hoodie.logfile.reader import read_log_file
 from hudi_streaming.hoodie.storage import Storage
 from hudi_streaming.hoodie.timeline import Timeline
-from hudi_streaming.hoodie.writer import HudiWriter, create_table
-from hudi_streaming.hoodie.writer import avro_meta
+from hudi_streaming.hoodie.writer import HudiWriter, avro_meta, create_table
 from hudi_streaming.hoodie.writer.index import INDEX_DIR, MAX_DELTAS
 from hudi_streaming.hoodie.writer.loadgen import SCHEMA, LoadGenerator, completed_steps
 from hudi_streaming.hoodie.writer.props import escape_java_property, render_properties
 from hudi_streaming.hoodie.writer.timeline_io import TimelineFiles
-
-from hudi import HudiReadOptions, HudiTableBuilder
 
 ARCHIVED_OPTION = "hoodie.internal.timeline.archived.enabled"
 KEY = ("_hoodie_partition_path", "_hoodie_record_key")
@@ -685,6 +683,7 @@ def test_index_deltas_fold_into_a_new_base(tmp_path, monkeypatch):
 
 def test_vectorised_avro_encoding_equals_fastavro():
     import random
+
     from hudi_streaming.hoodie.writer import schema as sch
     from hudi_streaming.hoodie.writer.avro_encode import _encode_fastavro, encode_records
     rng = random.Random(4)

@@ -19,11 +19,10 @@ import sys
 import time
 
 import pytest
+from test_writer import Model, assert_state
 
 from hudi_streaming import hoodie
 from hudi_streaming.hoodie.writer.loadgen import STEP_KEY, LoadGenerator, completed_steps
-
-from test_writer import Model, assert_state
 
 KILLS = 8  # per table; four tables: 32 kills
 

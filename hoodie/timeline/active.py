@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..config import TableConfig
 from ...errors import CorruptFileError
+from ..config import TableConfig
 from ..storage import Storage
 from .instant import COMPLETES_AS, WRITE_ACTIONS, Action, Instant, State, parse_instant_file
 from .metadata import CommitMetadata, decode_metadata_bytes, parse_commit_metadata

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import fastavro
 
-from ..config import TableConfig
 from ...errors import CorruptFileError
+from ..config import TableConfig
 from ..logfile.format import CONTENT_VERSION, BlockType, LogBlock
 from ..logfile.reader import iter_blocks
 from ..storage import Storage

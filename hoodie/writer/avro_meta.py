@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 import fastavro
+
 from ..logfile.avro_arrow import avro_bytes, avro_long
 
 _STR = {"type": "string", "avro.java.string": "String"}

@@ -19,12 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..config import (DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST, MergeMode, TableConfig, TableType,
-                      load_table_config)
 from ...errors import HudiStreamingError, UnsupportedTableError
+from ..config import DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST, MergeMode, TableConfig, TableType, load_table_config
 from ..fs_view import FileSlice, parse_log_file
-from ..logfile.format import (COMMIT_TIME_DELETE, CONTENT_VERSION, BlockType, HeaderKey, Ordering,
-                              make_log_file_name)
+from ..logfile.format import COMMIT_TIME_DELETE, CONTENT_VERSION, BlockType, HeaderKey, Ordering, make_log_file_name
 from ..logfile.writer import encode_block, encode_delete_block
 from ..merge import LogRecords, merge_with_base
 from ..slice_reader import SliceRead, align, merge_rules

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..config import MergeMode
 from ...errors import HudiStreamingError
+from ..config import MergeMode
 from ..storage import Storage
 from .core import HudiWriter, create_table
 

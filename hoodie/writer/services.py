@@ -44,8 +44,7 @@ from ..timeline.metadata import decode_metadata_bytes
 from . import avro_meta
 from .files import TableFiles, rel_path
 from .index import INDEX_DIR, RecordIndex
-from .timeline_io import (TimelineFiles, commit_metadata, encode_commit_metadata, v6_commit_metadata_to_avro,
-                          write_stat)
+from .timeline_io import TimelineFiles, commit_metadata, encode_commit_metadata, v6_commit_metadata_to_avro, write_stat
 
 log = logging.getLogger(__name__)
 _I32 = struct.Struct(">i")

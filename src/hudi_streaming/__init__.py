@@ -15,8 +15,17 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .errors import (CorruptFileError, DataLossError, HudiStreamingError, InvalidTableContentError, NotFoundError,
-                     OptionError, SchemaChangeError, StateError, UnsupportedTableError)
+from .errors import (
+    CorruptFileError,
+    DataLossError,
+    HudiStreamingError,
+    InvalidTableContentError,
+    NotFoundError,
+    OptionError,
+    SchemaChangeError,
+    StateError,
+    UnsupportedTableError,
+)
 from .hoodie import HudiTable, read_table
 
 try:

@@ -31,7 +31,8 @@ def main() -> None:
         print(f"batch {batch_id} rows {batch_df.count()}", flush=True)
 
     writer = df.writeStream.foreachBatch(sink).option("checkpointLocation", f"{args.work}/checkpoint")
-    writer = writer.trigger(availableNow=True) if args.until_caught_up else writer.trigger(processingTime="500 milliseconds")
+    writer = (writer.trigger(availableNow=True) if args.until_caught_up
+              else writer.trigger(processingTime="500 milliseconds"))
     query = writer.start()
     if args.until_caught_up:
         query.awaitTermination()

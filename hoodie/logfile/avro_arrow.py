@@ -42,9 +42,11 @@ import json
 import os
 import struct
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
+from types import ModuleType
 from typing import Any, NamedTuple
 
 import fastavro
@@ -53,6 +55,7 @@ import pyarrow.compute as pc
 
 from ...errors import CorruptFileError, UnsupportedTableError
 
+polars: ModuleType | None  # None: not installed
 try:  # optional accelerator, see the module docstring
     import polars
     from polars.exceptions import PanicException as _PolarsPanic
@@ -109,6 +112,11 @@ class _Converted(NamedTuple):
     polars_ok: bool  # polars' Avro reader decodes this node
 
 
+def _on_each_side(make: Callable[[str], pa.DataType]) -> tuple[pa.DataType, pa.DataType, pa.DataType]:
+    """``(target, wire, raw)`` of a composite type: ``make`` builds it from the named side of its parts."""
+    return make("target"), make("wire"), make("raw")
+
+
 class _SchemaConverter:
     """Walks one Avro schema, resolving named types the way Avro does (full names, inherited namespaces)."""
 
@@ -144,8 +152,8 @@ class _SchemaConverter:
             return self._fixed(node, namespace, where)
         if kind == "array":
             item = self.convert(node.get("items"), namespace, f"{where}.element")
-            return _Converted(*(pa.list_(pa.field("element", t, item.nullable))
-                                for t in (item.target, item.wire, item.raw)),
+            return _Converted(*_on_each_side(lambda side: pa.list_(pa.field("element", getattr(item, side),
+                                                                             item.nullable))),
                               False, {"type": "array", "items": item.decode_json}, item.polars_ok)
         if kind == "map":
             return self._map(node, namespace, where)
@@ -174,8 +182,8 @@ class _SchemaConverter:
         key = pa.field("key", pa.string(), nullable=False)
         entry = {"type": "record", "name": f"{_OWN_NAMESPACE}.MapEntry{next(self._map_entries)}",
                  "fields": [{"name": "key", "type": "string"}, {"name": "value", "type": value.decode_json}]}
-        return _Converted(*(pa.map_(key, pa.field("value", t, value.nullable))
-                            for t in (value.target, value.wire, value.raw)),
+        return _Converted(*_on_each_side(lambda side: pa.map_(key, pa.field("value", getattr(value, side),
+                                                                           value.nullable))),
                           False, {"type": "array", "items": entry}, value.polars_ok)
 
     def _reference(self, name: str, namespace: str, where: str) -> _Converted:
@@ -212,8 +220,7 @@ class _SchemaConverter:
         converted = [(f["name"], self.convert(f.get("type"), inner_namespace,
                                               f"{where}.{f['name']}" if where else f["name"])) for f in fields]
         result = _Converted(
-            *(pa.struct([pa.field(n, getattr(c, side), c.nullable) for n, c in converted])
-              for side in ("target", "wire", "raw")),
+            *_on_each_side(lambda side: pa.struct([pa.field(n, getattr(c, side), c.nullable) for n, c in converted])),
             False,
             {"type": "record", "name": name, "fields": [{"name": n, "type": c.decode_json} for n, c in converted]},
             all(c.polars_ok for _, c in converted))
@@ -543,6 +550,8 @@ def _decode_polars(plan: _Plan, view: memoryview, lengths: list[int]) -> pa.Tabl
 
 def _decode_polars_run(plan: _Plan, view: memoryview, lengths: list[int]) -> pa.Table | None:
     """Decode one run of whole records (``view``, of the ``lengths``) as a one-block OCF."""
+    if plan.ocf_header is None or polars is None:  # no fast path for this schema (callers do not ask then)
+        return None
     ocf = _Concatenation(plan.ocf_header + avro_long(len(lengths)) + avro_long(len(view)), view, _OCF_SYNC)
     try:
         frame = polars.read_avro(io.BufferedReader(ocf), columns=[plan.prefix_field, *plan.columns])

@@ -100,6 +100,7 @@ def decode_delete_block(block: LogBlock) -> DeleteRecords:
     buf = io.BytesIO(content[8:])
     try:
         decoded = fastavro.schemaless_reader(buf, _DELETE_SCHEMA, None, return_record_name=True)
+        assert isinstance(decoded, dict)  # _DELETE_SCHEMA is a record schema
         items = decoded["deleteRecordList"]
         unwrapped = [_unwrap(item["orderingVal"]) for item in items]
     except _DELETE_DECODE_ERRORS as e:
@@ -405,6 +406,7 @@ def _delimited(block: LogBlock, data: memoryview, pos: int) -> tuple[memoryview,
 def _protobuf_fields(block: LogBlock, message: memoryview) -> Iterator[tuple[int, int | memoryview]]:
     """``(field number, value)`` of a protobuf message: varints as int, length-delimited fields as bytes."""
     pos = 0
+    value: int | memoryview
     while pos < len(message):
         tag, pos = _varint(message, pos)
         number, wire_type = tag >> 3, tag & 7

@@ -116,7 +116,7 @@ def encode_rollback_block(instant_time: str, target_instant_time: str) -> bytes:
     return encode_block(BlockType.COMMAND, header, b"")
 
 
-def _encode_map(entries: Mapping[int, str]) -> bytes:
+def _encode_map(entries: Mapping[HeaderKey, str] | Mapping[int, str]) -> bytes:
     """``HoodieLogBlock.getLogMetadataBytes``: int32 count, then int32 key, int32 length, UTF-8 value each."""
     parts = [_I32.pack(len(entries))]
     for key, value in entries.items():

@@ -233,6 +233,7 @@ def _infer_merge_mode(props: dict[str, str], version: int, payload: str | None, 
     if payload == PARTIAL_UPDATE_PAYLOAD:
         from_payload = MergeMode.EVENT_TIME_ORDERING
     from_strategy = _STRATEGY_MODES.get(strategy) if strategy else None
+    mode: MergeMode | None
     if version < 8:
         # 0.x: the payload class decides; absent means the 0.x default, OverwriteWithLatestAvroPayload
         mode = from_payload or (MergeMode.CUSTOM if payload else MergeMode.COMMIT_TIME_ORDERING)

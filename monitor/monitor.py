@@ -154,7 +154,7 @@ class StreamMonitor:
         touched: dict[tuple[str, str], list] = {}
         for e in emitting:
             md = tl.commit_metadata(e.requested_time)
-            self._check_schema(e, md.schema_json)
+            self._check_schema(e, md.writer_schema)
             for part, stats in md.partition_to_write_stats.items():
                 if not self._keep(part):
                     continue

@@ -123,7 +123,9 @@ class Timeline:
         out = []
         for e in self.active.pending_compactions():
             for op in self.active.compaction_operations(e.requested_time):
-                out.append((e.requested_time, op.get("partitionPath") or "", op.get("fileId")))
+                file_id = op.get("fileId")
+                if file_id is not None:  # an operation without one names no file group
+                    out.append((e.requested_time, op.get("partitionPath") or "", file_id))
         return out
 
     def replaced_file_groups(self, max_instant: str) -> set[tuple[str, str]]:

@@ -80,18 +80,18 @@ class ActiveTimeline:
     def load(cls, storage: Storage, config: TableConfig,
              previous: "ActiveTimeline | None" = None) -> "ActiveTimeline":
         folder = config.timeline_dir
-        groups: dict[tuple[str, str], list[Instant]] = {}
+        groups: dict[tuple[str, str], list[tuple[Instant, str]]] = {}  # (instant, its file name)
         for info in storage.list_dir(folder):
             name = info.path.rsplit("/", 1)[-1]
             inst = parse_instant_file(name, config.timeline_layout, info.mtime)
             if inst is None:
                 continue
-            groups.setdefault((inst.requested_time, inst.comparable_action.value), []).append(inst)
+            groups.setdefault((inst.requested_time, inst.comparable_action.value), []).append((inst, name))
         entries = []
         for states in groups.values():
-            states.sort(key=lambda i: i.state)
-            planned = next((i.action for i in states if i.action in COMPLETES_AS), None)
-            entries.append(TimelineEntry(states[-1], planned, tuple(i.file_name for i in states)))
+            states.sort(key=lambda s: s[0].state)
+            planned = next((i.action for i, _ in states if i.action in COMPLETES_AS), None)
+            entries.append(TimelineEntry(states[-1][0], planned, tuple(name for _, name in states)))
         kept = None
         if previous is not None:  # keep what still names a listed file: archived or rolled-back ones drop out
             listed = {f"{config.timeline_dir}/{name}" for e in entries for name in e.files}
@@ -138,9 +138,9 @@ class ActiveTimeline:
     def commit_metadata(self, requested_time: str) -> CommitMetadata:
         """Metadata of a completed write instant."""
         entry = self._by_time.get(requested_time)
-        if entry is None or not entry.is_completed:
+        rel = self._file(entry, State.COMPLETED) if entry is not None and entry.is_completed else None
+        if rel is None:
             raise KeyError(f"{self.storage.url}: no completed instant {requested_time} on the active timeline")
-        rel = self._file(entry, State.COMPLETED)
         return self._decode(rel, parse_commit_metadata)
 
     def plan(self, requested_time: str) -> dict:

@@ -164,8 +164,11 @@ def _avro_block_records(block: LogBlock) -> list[dict]:
         pos, (count,) = 8, struct.unpack_from(">i", content, 4)
     else:
         raise CorruptFileError(f"{where}: unknown Avro data block content version {version} or no record count")
+    schema_json = block.schema_json
+    if schema_json is None:
+        raise CorruptFileError(f"{where}: SCHEMA header is not an Avro schema (the block has none)")
     try:
-        schema = fastavro.parse_schema(json.loads(block.schema_json))
+        schema = fastavro.parse_schema(json.loads(schema_json))
     except Exception as e:  # missing header, bad JSON or an invalid Avro schema
         raise CorruptFileError(f"{where}: SCHEMA header is not an Avro schema ({e!r})") from None
     out: list[dict] = []
@@ -177,10 +180,13 @@ def _avro_block_records(block: LogBlock) -> list[dict]:
         if length < 0 or end > len(content):
             raise CorruptFileError(f"{where}: record {len(out)} has impossible length {length}")
         try:
-            out.append(fastavro.schemaless_reader(io.BytesIO(content[pos + 4:end]), schema, None))
+            record = fastavro.schemaless_reader(io.BytesIO(content[pos + 4:end]), schema, None)
         except Exception as e:  # fastavro raises many types on bytes that do not match the schema
             raise CorruptFileError(f"{where}: record {len(out)} does not decode with the SCHEMA header "
                                    f"({e!r})") from None
+        if not isinstance(record, dict):
+            raise CorruptFileError(f"{where}: record {len(out)} is a {type(record).__name__}, not an Avro record")
+        out.append(record)
         pos = end
     return out
 

@@ -76,9 +76,17 @@ class CommitMetadata(BaseModel):
         return {} if v is None else v
 
     @property
-    def schema_json(self) -> str | None:
-        """The writer schema (without meta fields) the instant wrote with."""
+    def writer_schema(self) -> str | None:
+        """The writer schema (Avro JSON, without meta fields) the instant wrote with.
+
+        Not ``schema_json``: that name is pydantic's (a deprecated ``BaseModel`` classmethod).
+        """
         return self.extra_metadata.get("schema") or None
+
+    @property
+    def schema_json(self) -> str | None:  # type: ignore[override]  # old name, still read by hoodie/table.py
+        """Deprecated name of :attr:`writer_schema`, until its last caller (hoodie/table.py) moves."""
+        return self.writer_schema
 
     def write_stats(self) -> list[WriteStat]:
         return [s for stats in self.partition_to_write_stats.values() for s in stats]
@@ -95,7 +103,10 @@ def decode_avro_container(data: bytes, where: str) -> dict:
         raise CorruptFileError(f"{where}: not a readable Avro container file ({e})") from None
     if len(records) != 1:
         raise CorruptFileError(f"{where}: expected one Avro record, found {len(records)}")
-    return records[0]
+    record = records[0]
+    if not isinstance(record, dict):
+        raise CorruptFileError(f"{where}: the Avro container holds a {type(record).__name__}, not a record")
+    return record
 
 
 def decode_metadata_bytes(data: bytes, where: str) -> dict:

@@ -48,8 +48,9 @@ def _field_kind(avro_type) -> str | None:
 @lru_cache(maxsize=64)
 def _plan(schema_json: str) -> tuple[tuple[str, str], ...] | None:
     fields = json.loads(schema_json)["fields"]
-    kinds = tuple((f["name"], _field_kind(f["type"])) for f in fields)
-    return None if any(k is None for _, k in kinds) else kinds
+    kinds = [(f["name"], _field_kind(f["type"])) for f in fields]
+    handled = tuple((name, kind) for name, kind in kinds if kind is not None)
+    return handled if len(handled) == len(kinds) else None
 
 
 def _varints(values: np.ndarray) -> pa.Array:

@@ -378,10 +378,12 @@ class HudiWriter:
             self._ensure_partition(g.partition, instant)
             if g.new:
                 self._write_new_base(g, instant)
-            elif is_cow:
-                self._rewrite_base(g, instant, table)
             else:
-                self._append_log(g, instant, listing)
+                assert g.slice is not None  # the attempts above end only when every existing group has its slice
+                if is_cow:
+                    self._rewrite_base(g, g.slice, instant, table)
+                else:
+                    self._append_log(g, g.slice, instant, listing)
             g.stat["runtimeStats"] = {"totalScanTime": 0, "totalCreateTime": int((time.monotonic() - t0) * 1000)
                                       if g.new else 0,
                                       "totalUpsertTime": 0 if g.new else int((time.monotonic() - t0) * 1000)}
@@ -506,12 +508,12 @@ class HudiWriter:
                             numInserts=rows.num_rows, totalWriteBytes=len(data), partitionPath=g.partition,
                             fileSizeInBytes=len(data))
 
-    def _append_log(self, g: _GroupWrite, instant: str, listing) -> None:
+    def _append_log(self, g: _GroupWrite, current: FileSlice, instant: str, listing) -> None:
         cfg = self.config
         if cfg.version >= 8:
             base_instant, version = instant, 1
         else:
-            base_instant = g.slice.base_instant
+            base_instant = current.base_instant
             version = 1 + max((lf.version for lf in map(parse_log_file, listing) if lf is not None
                                and lf.file_id == g.file_id and lf.instant == base_instant
                                and posixpath.dirname(lf.path) == g.partition), default=0)
@@ -535,7 +537,7 @@ class HudiWriter:
         rel = rel_path(g.partition, name)
         self.files.mark(instant, g.partition, name, "APPEND")
         self.files.put(rel, data)
-        base_name = g.slice.base_file.name if (g.slice is not None and g.slice.base_file is not None) else ""
+        base_name = current.base_file.name if current.base_file is not None else ""
         g.stat = write_stat(
             fileId=g.file_id, path=rel, prevCommit=(instant if cfg.version >= 8 else base_instant),
             numWrites=n_records, numDeletes=n_deletes, numUpdateWrites=g.n_updates,
@@ -552,9 +554,12 @@ class HudiWriter:
         kind = _ordering_kind(col.type)
         return [COMMIT_TIME_DELETE if v is None else (Ordering(kind, v) if kind else v) for v in col.to_pylist()]
 
-    def _rewrite_base(self, g: _GroupWrite, instant: str, table: HudiTable) -> None:
+    def _rewrite_base(self, g: _GroupWrite, current: FileSlice, instant: str, table: HudiTable) -> None:
         """COW: merge the incoming records and deletes into the file group's base file, write a new version."""
-        old = g.slice.base_file
+        old = current.base_file
+        if old is None:
+            raise HudiStreamingError(f"{self.url}: file group {g.partition}/{g.file_id} has no base file to merge "
+                                     "the write into")
         with self.storage.open(old.path) as f:
             base = pq.read_table(f)
         base = align(base, self.arrow_schema)

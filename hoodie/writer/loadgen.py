@@ -81,15 +81,16 @@ class LoadGenerator:
             self.late_share = late_share if self.event_time else 0.0
             return
         if Storage(url, storage_options).exists(".hoodie/hoodie.properties"):
-            self.writer = HudiWriter.open(url, storage_options, max_file_records=max_file_records)
+            writer = HudiWriter.open(url, storage_options, max_file_records=max_file_records)
         else:
             schema = SCHEMA if partitions else SCHEMA.remove(SCHEMA.get_field_index("part"))
-            self.writer = create_table(url, name, schema, "key", ["part"] if partitions else [], "ts",
-                                       table_type=table_type, version=version, merge_mode=merge_mode,
-                                       storage_options=storage_options, max_file_records=max_file_records)
-        self.event_time = self.writer.config.merge_mode is MergeMode.EVENT_TIME_ORDERING
+            writer = create_table(url, name, schema, "key", ["part"] if partitions else [], "ts",
+                                  table_type=table_type, version=version, merge_mode=merge_mode,
+                                  storage_options=storage_options, max_file_records=max_file_records)
+        self.writer = writer
+        self.event_time = writer.config.merge_mode is MergeMode.EVENT_TIME_ORDERING
         self.late_share = late_share if self.event_time else 0.0
-        self._resume()
+        self._resume(writer)
 
     # -- the workload ------------------------------------------------------------------------------------------
     def key_name(self, i: int) -> str:
@@ -119,7 +120,7 @@ class LoadGenerator:
             n_insert = min(absent, max(1, round(self.batch * self.insert_share)) if present else self.batch)
             n_update = min(len(present), self.batch - n_insert)
             updates = rng.sample(present, n_update)
-            inserts = set()
+            inserts: set[int] = set()
             while len(inserts) < n_insert:
                 i = rng.randrange(self.keys)
                 if i not in self.present:
@@ -158,15 +159,19 @@ class LoadGenerator:
         return row
 
     # -- writing -----------------------------------------------------------------------------------------------
-    def step(self) -> Step:
-        """Plan and write the next step (one commit); returns it with its instant time."""
+    def _live_writer(self) -> HudiWriter:
         if self.writer is None:
             raise HudiStreamingError("a dry LoadGenerator (url=None) only plans")
+        return self.writer
+
+    def step(self) -> Step:
+        """Plan and write the next step (one commit); returns it with its instant time."""
+        writer = self._live_writer()
         saved = (dict(self.present), self.steps_done)
         s = self.plan()
-        self.writer.extra_metadata = {STEP_KEY: str(s.number), SEED_KEY: str(self.seed)}
+        writer.extra_metadata = {STEP_KEY: str(s.number), SEED_KEY: str(self.seed)}
         try:
-            s.instant = self.writer.delete(s.data) if s.kind == "delete" else self.writer.upsert(s.data)
+            s.instant = writer.delete(s.data) if s.kind == "delete" else writer.upsert(s.data)
         except BaseException:
             self.present, self.steps_done = saved  # the commit may or may not have happened: re-read on resume
             raise
@@ -185,12 +190,13 @@ class LoadGenerator:
             done.append(s)
             rows += s.data.num_rows
             n = s.number
+            writer = self._live_writer()  # step() wrote with it
             if compact_every and n % compact_every == 0:
-                self.writer.compact()
+                writer.compact()
             if clean_every and n % clean_every == 0:
-                self.writer.clean(retain_commits=retain_commits)
+                writer.clean(retain_commits=retain_commits)
             if archive_every and n % archive_every == 0:
-                self.writer.archive(keep_active=keep_active)
+                writer.archive(keep_active=keep_active)
             if on_step is not None:
                 on_step(s)
             if self.rate:
@@ -199,9 +205,9 @@ class LoadGenerator:
                     time.sleep(lag)
         return done
 
-    def _resume(self) -> None:
+    def _resume(self, writer: HudiWriter) -> None:
         """Continue after the last step completed on the table: replay the plans up to it (no writing)."""
-        last = completed_steps(self.writer.url, self.writer.storage_options)
+        last = completed_steps(writer.url, writer.storage_options)
         while self.steps_done < last:
             self.plan()
 

@@ -26,7 +26,7 @@ import posixpath
 import re
 import struct
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -461,7 +461,8 @@ def _requested_content(w: Writer, tl: ActiveTimeline, entry) -> bytes | None:
 
 def _archive_lsm(w: Writer, tl: ActiveTimeline, victims) -> None:
     folder = w.config.archive_dir
-    rows = {"instantTime": [], "completionTime": [], "action": [], "metadata": [], "plan": [], "version": []}
+    rows: dict[str, list[Any]] = {"instantTime": [], "completionTime": [], "action": [], "metadata": [], "plan": [],
+                                  "version": []}
     for e in victims:
         rows["instantTime"].append(e.requested_time)
         rows["completionTime"].append(e.completion_time)

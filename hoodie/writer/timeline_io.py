@@ -116,7 +116,7 @@ class TimelineFiles:
         self.config = config
         self.folder = config.timeline_dir
         self.layout = config.timeline_layout
-        self._last = None  # the newest time this object handed out
+        self._last: str | None = None  # the newest time this object handed out
 
     # names
     def requested_name(self, ts: str, action: str) -> str:

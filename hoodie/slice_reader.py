@@ -93,7 +93,7 @@ def read_slice(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None) ->
 def read_slice_changes(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None,
                        with_deletes: bool = True) -> tuple[pa.Table, pa.Table | None]:
     """Rows of the slice and, with ``with_deletes``, the keys deleted in range with their last known values."""
-    rows, deleted, _ = _read(req, fs, stats, with_deletes, before=False)
+    rows, deleted, _ = _read(req, fs, stats, with_deletes, before=None)
     return rows, deleted
 
 
@@ -108,11 +108,13 @@ def read_slice_and_before(req: SliceRead, fs: FileSlice,
     """
     if req.table.config.version < 8 or req.instant_range is None or req.instant_range.instants is None:
         raise ValueError("read_slice_and_before needs a table v8+ read of an explicit set of instants")
-    return _read(req, fs, None, with_deletes, before=True)
+    return _read(req, fs, None, with_deletes, before=req.instant_range.instants)
 
 
 def _read(req: SliceRead, fs: FileSlice, stats: ScanStats | None, with_deletes: bool,
-          before: bool) -> tuple[pa.Table, pa.Table | None, pa.Table | None]:
+          before: frozenset[str] | None) -> tuple[pa.Table, pa.Table | None, pa.Table | None]:
+    """Rows, deleted rows and, when ``before`` names the range's instants, the earlier state of the changed keys
+    (see :func:`read_slice_and_before`)."""
     storage = req.table.storage
     empty = req.schema.empty_table()
     base = None
@@ -122,7 +124,7 @@ def _read(req: SliceRead, fs: FileSlice, stats: ScanStats | None, with_deletes: 
         base = align(pf.read(columns=present), req.schema)
     if req.read_optimized or not fs.log_files:
         rows = base if base is not None else empty
-        return _filter_range(req, rows), (empty if with_deletes else None), (rows if before else None)
+        return _filter_range(req, rows), (empty if with_deletes else None), (rows if before is not None else None)
     cfg = req.table.config
     is_committed = req.table.is_committed if cfg.version < 8 else None
     blocks = scan_blocks(storage, [(lf.path, lf.size) for lf in fs.log_files], req.max_instant, is_committed,
@@ -143,7 +145,7 @@ def _read(req: SliceRead, fs: FileSlice, stats: ScanStats | None, with_deletes: 
 
     out, deleted = combine(base, log, with_deletes)
     out, deleted = _filter_range(req, out), (_filter_range(req, deleted) if deleted is not None else None)
-    if not before:
+    if before is None:
         return out, deleted, None
     # the earlier state of just the keys the range changed: base rows and older records of those keys
     changed = pa.concat_arrays([req.key_array(t) for t in (out, deleted) if t is not None and t.num_rows]
@@ -151,7 +153,8 @@ def _read(req: SliceRead, fs: FileSlice, stats: ScanStats | None, with_deletes: 
     prior_base = base.filter(pc.is_in(req.key_array(base), value_set=changed)) if base is not None else None
     earlier = None
     if log is not None:
-        keep = ~np.isin(log.instants, list(req.instant_range.instants))
+        assert log.instants is not None  # _log_records records the instant of every block
+        keep = ~np.isin(log.instants, list(before))
         earlier = log.where(keep & pc.is_in(log.keys, value_set=changed).to_numpy(zero_copy_only=False))
     return out, deleted, combine(prior_base, earlier, False)[0]
 

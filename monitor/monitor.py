@@ -182,9 +182,9 @@ class StreamMonitor:
                     split = split.model_copy(update={"prior": self._prior(view, s, written, instants[0])})
                 splits.append(split)
             for (part, file_id), by in sorted(replaced.items()):
-                s = view.merged_slice_of(part, file_id, by)
-                if s is not None:
-                    splits.append(self.split_of(s, None, by, est_rows=None).model_copy(update={"replaced_by": by}))
+                gone = view.merged_slice_of(part, file_id, by)
+                if gone is not None:
+                    splits.append(self.split_of(gone, None, by, est_rows=None).model_copy(update={"replaced_by": by}))
             lost = sorted(set(touched) - found)
             if lost:
                 raise DataLossError(f"{self.table.url}: file groups {lost[:3]} written by instants "
@@ -244,7 +244,9 @@ class StreamMonitor:
         fs, storage = self.table.storage.fs, self.table.storage
         for e in instants:
             for st in self.table.timeline.commit_metadata(e.requested_time).write_stats():
-                part = posixpath.dirname(st.path) if st.path else None
+                if not st.path:
+                    continue
+                part = posixpath.dirname(st.path)
                 if part in self._files:
                     try:
                         size = int(fs.size(storage.full(st.path)))

@@ -42,7 +42,8 @@ def schema_changes(reference: pa.Schema, schema_json: str) -> tuple[list[str], l
     """(compatible, incompatible) differences of an instant's writer schema from the stream's schema."""
     new = _data_fields(schema_json)
     old = {f.name: f.type for f in reference if f.name not in META_COLUMNS and f.name != "_change_type"}
-    compatible, incompatible = [], []
+    compatible: list[str] = []
+    incompatible: list[str] = []
     for name, t in old.items():
         if name not in new:
             incompatible.append(f"column {name} was dropped")

@@ -1,11 +1,16 @@
 """Shared test fixtures: the real Hudi tables and log files in ``tests/data``, unzipped unchanged."""
 from __future__ import annotations
 
+import subprocess
+import sys
+import sysconfig
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "data"
 TABLE_ZIPS = sorted((FIXTURES / "tables").glob("*.zip"))
 LOG_FILES = sorted(p for p in (FIXTURES / "log_files").glob("*/.*") if ".log." in p.name)
@@ -55,3 +60,45 @@ def spark():
     session = local_spark("hudi-streaming-tests")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """The project's wheel, built once per session: what users install (the test venv's install is editable)."""
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)], check=True,
+                   capture_output=True)
+    (whl,) = out.glob("hudi_streaming-*.whl")
+    return whl
+
+
+@dataclass(frozen=True)
+class Venv:
+    root: Path
+    python: Path
+    site: Path  # its site-packages
+
+
+@pytest.fixture(scope="session")
+def wheel_venv(wheel):
+    """Return a function ``(path, install=True, copies=False) -> Venv``: a fresh venv, with the wheel unless not
+    ``install``, ``copies`` makes it relocatable (its interpreter copied, not linked, so it can be packed).
+
+    The dependencies (PySpark, pyarrow, ...) are borrowed from the test environment through a ``.pth`` line
+    instead of being downloaded again; ``.pth`` files inside a folder added that way are not run, so the test
+    environment's own (editable) hudi_streaming stays invisible and only the wheel's copy can be imported.
+    """
+
+    def make(path: Path, install: bool = True, copies: bool = False) -> Venv:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", *(["--copies"] if copies else []), str(path)],
+                       check=True)
+        python = path / "bin" / "python"
+        site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                   check=True, capture_output=True, text=True).stdout.strip())
+        (site / "test-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+        if install:
+            subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                            str(wheel)], check=True, capture_output=True)
+        return Venv(path, python, site)
+
+    return make

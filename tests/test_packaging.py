@@ -1,36 +1,23 @@
 """The package as a user gets it: the built wheel, installed (not editable) into a fresh environment, used from a
 working folder full of names that would shadow generic imports, with no ``register`` call.
 
-The fresh venv borrows the dependencies (PySpark, pyarrow, ...) of the test environment through a ``.pth`` line
-instead of downloading them again; ``.pth`` files inside a folder added that way are not run, so the test
-environment's own (editable) hudi_streaming stays invisible and only the wheel's copy can be imported.
+The fresh venv (conftest's ``wheel_venv``) borrows the dependencies of the test environment, not its
+editable hudi_streaming.
 """
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
-import sysconfig
 import textwrap
 import zipfile
 from pathlib import Path
 
-import pytest
+from conftest import REPO
 
 from hudi_streaming import read_table
 
-REPO = Path(__file__).resolve().parents[1]
 SHADOWS = ("state", "monitor", "streaming", "hoodie")
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)], check=True,
-                   capture_output=True)
-    (whl,) = out.glob("hudi_streaming-*.whl")
-    return whl
 
 
 def test_the_wheel_has_exactly_two_top_level_names(wheel):
@@ -78,16 +65,10 @@ STREAM_JOB = textwrap.dedent('''
 ''')
 
 
-def test_the_installed_wheel_streams_from_a_working_folder_that_shadows_generic_names(wheel, tmp_path,
+def test_the_installed_wheel_streams_from_a_working_folder_that_shadows_generic_names(wheel_venv, tmp_path,
                                                                                       unzip_fixture):
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                               check=True, capture_output=True, text=True).stdout.strip())
-    (site / "test-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)],
-                   check=True, capture_output=True)
+    venv = wheel_venv(tmp_path / "venv")
+    python, site = venv.python, venv.site
 
     work = _shadowing_workdir(tmp_path / "job")
     (work / "job.py").write_text(STREAM_JOB)

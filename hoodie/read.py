@@ -7,7 +7,7 @@ the included instants wrote are read, merged as of the last included instant.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import pyarrow as pa
 
@@ -17,7 +17,7 @@ from .scanner import InstantRange
 from .slice_reader import MergeType, SliceRead, read_slice
 from .table import COMMIT_TIME, IS_DELETED, RECORD_KEY, HudiTable
 
-PartitionFilter = Callable[[dict[str, str]], bool] | dict[str, "str | list[str]"]
+PartitionFilter = Callable[[dict[str, str]], bool] | Mapping[str, "str | list[str]"]
 
 
 def _partition_predicate(table: HudiTable, pf: PartitionFilter | None) -> Callable[[str], bool] | None:

@@ -48,11 +48,11 @@ def format_table(rows: Iterable[Sequence], headers: Sequence[str] | None = None,
     Every listing of the tool goes through here so all of them read the same way; ``max_width`` cuts long
     cells (record values) so a row stays readable.
     """
-    rows = [list(r) for r in rows]
-    ncols = max([len(r) for r in rows] + [len(headers or ())])
-    rows = [r + [None] * (ncols - len(r)) for r in rows]
-    numeric = [bool(rows) and all(_is_number(r[i]) or r[i] is None for r in rows) for i in range(ncols)]
-    text = [[_cell(v, max_width) for v in r] for r in rows]
+    grid = [list(r) for r in rows]
+    ncols = max([len(r) for r in grid] + [len(headers or ())])
+    grid = [r + [None] * (ncols - len(r)) for r in grid]
+    numeric = [bool(grid) and all(_is_number(r[i]) or r[i] is None for r in grid) for i in range(ncols)]
+    text = [[_cell(v, max_width) for v in r] for r in grid]
     if headers:
         text.insert(0, list(headers) + [""] * (ncols - len(headers)))
     widths = [max((len(r[i]) for r in text), default=0) for i in range(ncols)]
@@ -76,7 +76,7 @@ def _cell(v, max_width: int | None) -> str:
     return s
 
 
-def _human_size(n: int) -> str:
+def _human_size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -249,6 +249,7 @@ def inspect_log(url: str, *, records: int = 0) -> None:
     if not records:
         return
     for i, content in decoded.items():
+        body: Sequence[Sequence]
         if isinstance(content, pa.Table):
             total, headers = content.num_rows, content.column_names
             body = [[r[c] for c in headers] for r in content.slice(0, records).to_pylist()]

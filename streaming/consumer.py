@@ -11,6 +11,7 @@ import logging
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import overload
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,11 +50,18 @@ def output_schema(table_schema: pa.Schema, columns: list[str] | None) -> pa.Sche
     return pa.schema(fields + [pa.field(CHANGE_TYPE, pa.string())])
 
 
+@overload
+def file_slice(split: Split, partition: str | None = None, file_id: str | None = None) -> FileSlice: ...
+@overload
+def file_slice(split: PriorSlice, partition: str, file_id: str) -> FileSlice: ...
 def file_slice(split: Split | PriorSlice, partition: str | None = None, file_id: str | None = None) -> FileSlice:
     """The file slice exactly as planned (paths and sizes from the split, not from a new listing); a prior
     slice takes its partition and file id from its split."""
-    partition = split.partition if partition is None else partition
-    file_id = split.file_id if file_id is None else file_id
+    if isinstance(split, Split):
+        partition = split.partition if partition is None else partition
+        file_id = split.file_id if file_id is None else file_id
+    elif partition is None or file_id is None:
+        raise TypeError("the file slice of a prior slice needs the partition and file id of its split")
     base = None
     if split.base_path:
         parts = posixpath.basename(split.base_path).split("_")
@@ -99,8 +107,8 @@ def _usable_prior(table: HudiTable, split: Split, strict: bool) -> Split:
     if not problems:
         return split
     if strict:
-        raise DataLossError(f"{table.url}: the prior slice of split {split.file_id} (instants {split.instants[:3]}): "
-                            f"{problems[0]}")
+        raise DataLossError(f"{table.url}: the prior slice of split {split.file_id} (instants "
+                            f"{(split.instants or ['snapshot'])[:3]}): {problems[0]}")
     log.warning("%s: DATA LOSS of change details: the prior slice of file group %s is gone (%s); its rows are "
                 "delivered as inserts, without pre-images or the deletes of the rewrite", table.url, split.file_id,
                 problems[0])
@@ -125,7 +133,9 @@ def split_changes(table: HudiTable, split: Split, schema: pa.Schema, columns: pa
     verify_files(table, split)
     split = _usable_prior(table, split, fail_on_data_loss and (emit_deletes or changelog))
     if split.replaced_by is not None:
-        return _replaced_rows(table, split, columns, schema) if emit_deletes else schema.empty_table()
+        if not emit_deletes:
+            return schema.empty_table()
+        return _replaced_rows(table, split, split.replaced_by, columns, schema)
     rng = InstantRange(instants=frozenset(split.instants)) if split.instants is not None else None
     req = SliceRead(table, columns, split.max_instant, rng, MergeType(merge_type))
     keys_only = read_schema(table, columns, [RECORD_KEY], incremental=True)
@@ -241,11 +251,13 @@ def _at_commit_of(rows: pa.Table, changes: pa.Table, change_of_row: pa.Array | N
     return rows.set_column(idx, rows.schema.field(idx), times if change_of_row is None else times.take(change_of_row))
 
 
-def _replaced_rows(table: HudiTable, split: Split, read_schema: pa.Schema, schema: pa.Schema) -> pa.Table:
-    """Every row of a file group an insert overwrite replaced, as a delete at the replacing instant."""
+def _replaced_rows(table: HudiTable, split: Split, replaced_by: str, read_schema: pa.Schema,
+                   schema: pa.Schema) -> pa.Table:
+    """Every row of a file group an insert overwrite replaced, as a delete at the replacing instant
+    (``replaced_by``, the split's)."""
     rows = read_slice_changes(SliceRead(table, read_schema, split.max_instant), file_slice(split),
                               with_deletes=False)[0]
-    return _with_kind(_at_instant(rows, split.replaced_by), DELETE, schema)
+    return _with_kind(_at_instant(rows, replaced_by), DELETE, schema)
 
 
 def _with_kind(rows: pa.Table, kinds: str | pa.Array, schema: pa.Schema) -> pa.Table:

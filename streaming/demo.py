@@ -12,6 +12,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pyspark is imported only when the demo runs
+    from pyspark.sql import DataFrame
 
 
 def run_demo(workdir: str | None = None, commits: int = 12, keys: int = 400, out=sys.stdout) -> bool:
@@ -34,7 +38,7 @@ def run_demo(workdir: str | None = None, commits: int = 12, keys: int = 400, out
         state: dict[str, dict] = {}
         seen = {"batches": 0, "rows": 0}
 
-        def sink(df, batch_id):
+        def sink(df: DataFrame, batch_id: int) -> None:
             rows = [r.asDict() for r in df.collect()]
             kinds: dict[str, int] = {}
             for r in sorted(rows, key=lambda r: (r["_hoodie_commit_time"], r["_change_type"] != "delete")):

@@ -157,7 +157,8 @@ def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -
                                          partition_filter=opts.partition_filter())
     instants = incremental_instants(table, start, opts.ending_instant) if start or opts.ending_instant else None
     mon = StreamMonitor(table, MonitorOptions())
-    splits = [mon.split_of(s, instants, max_instant, est_rows=0) for s in slices]
+    # no instant to merge up to (an empty table or range) comes with no slices
+    splits = [mon.split_of(s, instants, max_instant, est_rows=0) for s in slices] if max_instant is not None else []
     columns, commits = _task_inputs(table, output)
     return [make([SplitRange(s, 0, None)], columns, commits) for s in splits] or [make([], columns, commits)]
 
@@ -170,11 +171,15 @@ class StreamDriver:
     """
 
     def __init__(self, opts: SourceOptions, reference_schema: pa.Schema):
+        if not opts.state_location:  # HudiStreamingDataSource.streamReader refuses this first, with a hint
+            raise OptionError("hudi_streaming: option stateLocation is required for streaming reads")
         self.opts = opts
+        #: the source's own state folder (option stateLocation)
+        self.location: str = opts.state_location
         #: the query's output schema, fixed when it started
         self.output = reference_schema
         self.table = HudiTable(opts.path, opts.storage or None)
-        self.store = StateStore(opts.state_location, opts.storage or None)
+        self.store = StateStore(self.location, opts.storage or None)
         self.state: StreamState = (self.store.load(self.table.url, self.table.config.name)
                                    or StreamState(table_url=self.table.url, table_name=self.table.config.name))
         self.monitor = StreamMonitor(self.table, MonitorOptions(
@@ -277,7 +282,7 @@ class StreamDriver:
     def latest_offset(self, start: dict, limit: BatchLimit) -> dict:
         if not self.state.started:
             self._start()
-        seq, rec = position(start, self.opts.state_location)
+        seq, rec = position(start, self.location)
         if not self.state.pending_from(seq) or (seq == self.state.next_seq):
             self._poll()
         pending = self.state.pending_from(seq)
@@ -293,7 +298,7 @@ class StreamDriver:
     def partitions(self, start: dict, end: dict, make: TaskFactory) -> list[Task]:
         """The batch ``start``..``end`` as tasks: all ranges of one file group in one task, in sequence order
         (keeps per-key order within one task), made by ``make``."""
-        where = self.opts.state_location
+        where = self.location
         (s_seq, s_rec), (e_seq, e_rec) = position(start, where), position(end, where)
         if (s_seq, s_rec) == (e_seq, e_rec):
             return []
@@ -303,7 +308,7 @@ class StreamDriver:
         for seq in range(s_seq, last + 1):
             p = by_seq.get(seq)
             if p is None:
-                raise StateError(f"{self.opts.state_location}: split {seq} of batch {start}..{end} is not in the "
+                raise StateError(f"{self.location}: split {seq} of batch {start}..{end} is not in the "
                                  "state; the state folder does not belong to this checkpoint")
             skip = s_rec if seq == s_seq else 0
             stop = e_rec if seq == e_seq else None

@@ -52,6 +52,14 @@ class FileGroupPartition(InputPartition):
     commits: CommitCheck | None = None
 
 
+def _planned(partition: InputPartition) -> FileGroupPartition:
+    """The partition Spark hands ``read()``: one that ``partitions()`` made (PySpark types it as the base class)."""
+    if not isinstance(partition, FileGroupPartition):
+        raise TypeError(f"hudi_streaming: read() got a {type(partition).__name__}, not a partition this source "
+                        "planned")
+    return partition
+
+
 def _task_table(opts: SourceOptions, partition: FileGroupPartition) -> HudiTable:
     """The table as a task opens it: no timeline listing, the driver's view of the commits where v6 needs it."""
     table = HudiTable(opts.path, opts.storage or None)
@@ -146,8 +154,9 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             log.info("hudi_streaming: stopped at %s", self._driver.state.cursor)
 
     # -- executor side -----------------------------------------------------------------------------------------
-    def read(self, partition: FileGroupPartition):
+    def read(self, partition: InputPartition):
         o = self.opts
+        partition = _planned(partition)
         table = _task_table(o, partition)
         # the query's schema, fixed at its start: later added columns are left out, widened ones cast back
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
@@ -166,8 +175,9 @@ class HudiBatchReader(DataSourceReader):
     def partitions(self):
         return plan_batch_read(self.opts, to_arrow_schema(self.spark_schema, timezone="UTC"), FileGroupPartition)
 
-    def read(self, partition: FileGroupPartition):
+    def read(self, partition: InputPartition):
         o = self.opts
+        partition = _planned(partition)
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
         yield from consume(_task_table(o, partition), partition.ranges, target, partition.columns, target,
                            emit_deletes=False, changelog=False, merge_type=o.merge_type, mini_batch=o.mini_batch_size)

@@ -277,4 +277,5 @@ def load_table_config(storage: Storage) -> TableConfig:
         return TableConfig.from_properties(props, f"{storage.url}/{rel}")
     if isinstance(last_error, FileNotFoundError):
         raise UnsupportedTableError(f"{storage.url}: not a Hudi table (no {PROPERTIES_FILE})")
-    raise last_error  # type: ignore[misc]
+    assert last_error is not None  # each of the two files either returned its config or set an error
+    raise last_error

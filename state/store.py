@@ -11,6 +11,9 @@ The planned splits live in immutable *segment* files ``splits-<first seq>-<last 
 that planned new splits, named with their SHA-256 in the state file. A state file stays small however many
 splits are pending (a first snapshot of a large table plans one per file group), so committing a batch
 rewrites kilobytes, not the whole queue; a segment leaves when every split in it is committed.
+
+What the files hold is the checkpoint's own schema (``records``), converted to and from the planner's objects
+here, at the boundary: the planner's classes can change without changing what users' checkpoints mean.
 """
 from __future__ import annotations
 
@@ -18,12 +21,23 @@ import hashlib
 import json
 import logging
 import re
+from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from ..errors import StateError
 from ..hoodie.storage import Storage
 from ..monitor import Cursor, Split
+from .records import (
+    Format1StateRecord,
+    PlannedSplitRecord,
+    SegmentRecord,
+    StateRecord,
+    cursor_of,
+    cursor_record,
+    split_of,
+    split_record,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +46,8 @@ FORMAT_VERSION = 2  # 1: splits inline in the state file (still read)
 KEEP_VERSIONS = 10
 _FILE = re.compile(r"^state-(\d{12})\.json$")
 _SEGMENT = re.compile(r"^splits-\d{12}-\d{12}\.json$")
-
+_SEGMENT_FILE = TypeAdapter(list[PlannedSplitRecord])
+_R = TypeVar("_R", bound=BaseModel)
 
 
 class PlannedSplit(BaseModel):
@@ -67,8 +82,8 @@ class StateStore:
         self.storage = Storage(location, storage_options)
         self.location = location
         self.version = -1
-        #: the segments the newest state file names: {"name", "first", "last", "sha256"}
-        self._segments: list[dict] = []
+        #: the segments the newest state file names
+        self._segments: list[SegmentRecord] = []
 
     def _versions(self) -> list[int]:
         out = []
@@ -98,59 +113,70 @@ class StateStore:
         return state
 
     def _read(self, version: int) -> StreamState:
+        """The state of one file, converted from the checkpoint's records at this boundary (``records``)."""
         where = f"{self.location}/state-{version:012d}.json"
-        body = _open_envelope(self.storage.read_bytes(f"state-{version:012d}.json"), where)
-        segments = body.pop("segments", None)
-        if segments is not None:  # format 2; format 1 holds its splits inline
-            body["splits"] = self._read_segments(segments, body, where)
-        try:
-            state = StreamState.model_validate(body)
-        except ValidationError as e:
-            raise StateError(f"{where}: invalid state ({e.errors()[0]['msg']})") from None
-        self._segments = segments or []
+        format_version, body = _open_envelope(self.storage.read_bytes(f"state-{version:012d}.json"), where)
+        record: StateRecord | Format1StateRecord
+        if format_version == 1:
+            record = _validated(Format1StateRecord, body, where)
+            planned: list[PlannedSplitRecord] = list(record.splits)
+            segments: list[SegmentRecord] = []
+        else:
+            record = _validated(StateRecord, body, where)
+            segments = record.segments
+            planned = self._read_segments(record, where)
+        state = StreamState(table_url=record.table_url, table_name=record.table_name,
+                            cursor=cursor_of(record.cursor) if record.cursor is not None else None,
+                            started=record.started, next_seq=record.next_seq, next_round=record.next_round,
+                            splits=[PlannedSplit(seq=p.seq, round=p.round, instants_in_round=p.instants_in_round,
+                                                 split=split_of(p.split)) for p in planned],
+                            committed_seq=record.committed_seq)
+        self._segments = segments
         return state
 
-    def _read_segments(self, segments: list[dict], body: dict, where: str) -> list[dict]:
+    def _read_segments(self, record: StateRecord, where: str) -> list[PlannedSplitRecord]:
         """The pending splits of the named segments, checked against their digests and for gaps."""
         splits = []
-        try:
-            committed, next_seq = int(body.get("committed_seq", 0)), int(body.get("next_seq", 0))
-            for seg in segments:
-                try:
-                    raw = self.storage.read_bytes(seg["name"])
-                except FileNotFoundError:
-                    raise StateError(f"{where}: its split segment {seg['name']} is missing") from None
-                if hashlib.sha256(raw).hexdigest() != seg["sha256"]:
-                    raise StateError(f"{self.location}/{seg['name']}: checksum mismatch, the segment is torn or "
-                                     "was edited")
-                splits += [p for p in json.loads(raw) if p["seq"] >= committed]
-            seqs = [p["seq"] for p in splits]
-        except (ValueError, KeyError, TypeError):
-            raise StateError(f"{where}: its split segments are not readable") from None
-        if seqs != list(range(committed, next_seq)):
+        for seg in record.segments:
+            try:
+                raw = self.storage.read_bytes(seg.name)
+            except FileNotFoundError:
+                raise StateError(f"{where}: its split segment {seg.name} is missing") from None
+            if hashlib.sha256(raw).hexdigest() != seg.sha256:
+                raise StateError(f"{self.location}/{seg.name}: checksum mismatch, the segment is torn or was edited")
+            try:
+                splits += [p for p in _SEGMENT_FILE.validate_json(raw) if p.seq >= record.committed_seq]
+            except ValidationError as e:
+                raise StateError(f"{self.location}/{seg.name}: invalid split segment ({_first_error(e)})") from None
+        seqs = [p.seq for p in splits]
+        if seqs != list(range(record.committed_seq, record.next_seq)):
             raise StateError(f"{where}: its split segments hold sequences {seqs[:3]}..., "
-                             f"not {committed}..{next_seq - 1}")
+                             f"not {record.committed_seq}..{record.next_seq - 1}")
         return splits
 
     def save(self, state: StreamState) -> None:
         """A new state version; splits planned since the last save go into one new segment first."""
-        keep = [g for g in self._segments if g["last"] >= state.committed_seq]
-        covered = keep[-1]["last"] + 1 if keep else state.committed_seq
+        keep = [g for g in self._segments if g.last >= state.committed_seq]
+        covered = keep[-1].last + 1 if keep else state.committed_seq
         new = [p for p in state.splits if p.seq >= covered]
         if new:
-            data = json.dumps([p.model_dump(mode="json") for p in new]).encode()
+            data = json.dumps([PlannedSplitRecord(seq=p.seq, round=p.round, instants_in_round=p.instants_in_round,
+                                                  split=split_record(p.split)).model_dump(mode="json")
+                               for p in new]).encode()
             name = f"splits-{new[0].seq:012d}-{new[-1].seq:012d}.json"
             self.storage.write_bytes_atomic(name, data)
-            keep.append({"name": name, "first": new[0].seq, "last": new[-1].seq,
-                         "sha256": hashlib.sha256(data).hexdigest()})
-        body = state.model_dump(mode="json", exclude={"splits"})
-        body["segments"] = keep
+            keep.append(SegmentRecord(name=name, first=new[0].seq, last=new[-1].seq,
+                                      sha256=hashlib.sha256(data).hexdigest()))
+        body = StateRecord(table_url=state.table_url, table_name=state.table_name,
+                           cursor=cursor_record(state.cursor) if state.cursor is not None else None,
+                           started=state.started, next_seq=state.next_seq, next_round=state.next_round,
+                           committed_seq=state.committed_seq, segments=keep).model_dump(mode="json")
         doc = {"format": FORMAT, "format_version": FORMAT_VERSION,
                "sha256": hashlib.sha256(_canonical(body)).hexdigest(), "state": body}
         self.version += 1
         self.storage.write_bytes_atomic(f"state-{self.version:012d}.json", json.dumps(doc).encode())
         self._segments = keep
-        named = {g["name"] for g in keep}
+        named = {g.name for g in keep}
         for info in self.storage.list_dir(""):
             name = info.path.rsplit("/", 1)[-1]
             m = _FILE.match(name)
@@ -161,8 +187,8 @@ class StateStore:
                     pass
 
 
-def _open_envelope(raw: bytes, where: str) -> dict:
-    """The body of a state file, after checking its format and checksum."""
+def _open_envelope(raw: bytes, where: str) -> tuple[int, dict]:
+    """The format version and body of a state file, after checking its format and checksum."""
     try:
         doc = json.loads(raw)
         body = doc["state"]
@@ -174,7 +200,21 @@ def _open_envelope(raw: bytes, where: str) -> dict:
         raise StateError(f"{where}: torn or not a state file (unparseable JSON envelope)") from None
     if hashlib.sha256(_canonical(body)).hexdigest() != digest:
         raise StateError(f"{where}: checksum mismatch, the file is torn or was edited")
-    return body
+    return doc["format_version"], body
+
+
+def _validated(record: type[_R], body: dict, where: str) -> _R:
+    """``body`` as ``record``; its first problem (an unknown or missing field, a wrong type) named in one line."""
+    try:
+        return record.model_validate(body)
+    except ValidationError as e:
+        raise StateError(f"{where}: invalid state ({_first_error(e)})") from None
+
+
+def _first_error(e: ValidationError) -> str:
+    """Where in the document the first problem is and what it is, e.g. ``cursor.extra: Extra inputs are ...``."""
+    err = e.errors()[0]
+    return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" if err["loc"] else err["msg"]
 
 
 def _canonical(body: dict) -> bytes:

@@ -4,19 +4,37 @@ A table is a URL (``/path``, ``file://``, ``s3://...``, ``memory://``); nothing 
 local file system directly. Paths handed out by :class:`Storage` are *relative to the table root* with
 ``/`` separators, because that is how Hudi's metadata names files, and every relative path coming from
 table content is validated here before it is joined, so metadata cannot make us read outside the table.
+
+Every listing and every file lookup asks the store itself, never fsspec's listing cache: a stream lives for
+weeks in one process and must see the instants, data files and state files other processes write (see
+:class:`Storage`). What never changes once written is cached above this layer, where it is known to be
+immutable (decoded instant files in the timeline, partition listings the monitor keeps current from commit
+metadata).
 """
 from __future__ import annotations
 
+import functools
 import posixpath
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Concatenate, ParamSpec, TypeVar
 
 import fsspec
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..errors import InvalidTableContentError
+from ..errors import InvalidTableContentError, OptionError
+
+try:  # s3fs's own credential errors, which it passes through untranslated; other stores have none of these
+    from botocore.exceptions import NoCredentialsError, PartialCredentialsError
+    _NO_CREDENTIALS: tuple[type[Exception], ...] = (NoCredentialsError, PartialCredentialsError)
+except ImportError:  # pragma: no cover - botocore comes with s3fs
+    _NO_CREDENTIALS = ()
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -28,24 +46,54 @@ class FileInfo:
     mtime: float | None
 
 
+def _credentials_checked(method: Callable[Concatenate[Storage, _P], _T]) -> Callable[Concatenate[Storage, _P], _T]:
+    """Missing object-store credentials become one line naming the URL and what to set.
+
+    botocore raises ``NoCredentialsError: Unable to locate credentials`` from deep inside the first request,
+    which tells a Spark user neither which location needed them nor which option gives them.
+    """
+    @functools.wraps(method)
+    def checked(self: Storage, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return method(self, *args, **kwargs)
+        except _NO_CREDENTIALS as e:
+            raise OptionError(
+                f"{self.url}: no usable credentials for the object store ({e}); set the options fs.key and "
+                "fs.secret (Hadoop names: fs.s3a.access.key, fs.s3a.secret.key), fs.anon=true for a public "
+                "bucket, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY where the driver and executors run"
+            ) from None
+    return checked
+
+
 class Storage:
-    """Reads and writes files below one table root URL."""
+    """Reads and writes files below one table root URL.
+
+    fsspec keeps one file system instance per set of options for the life of the process, and its listing
+    cache never expires: a stream would list the timeline once and then never see a new instant (0 rows, no
+    error, forever), and a lookup of a file created after its folder was listed would say it does not
+    exist. So the cache is off (``use_listings_cache=False``, whatever the options say): every ``ls``,
+    ``info`` and ``exists`` asks the store. Local and memory file systems never cache; on object stores a
+    listing is one request either way.
+    """
 
     def __init__(self, url: str, storage_options: dict | None = None):
         self.url = url.rstrip("/") or "/"
-        self.fs, root = fsspec.core.url_to_fs(self.url, **(storage_options or {}))
+        self.fs, root = fsspec.core.url_to_fs(self.url, **{**(storage_options or {}), "use_listings_cache": False})
         self.root = root.rstrip("/") or "/"
 
     def full(self, rel: str) -> str:
         """Absolute fsspec path of ``rel``, which must stay inside the table root."""
         return self.root if rel in ("", ".") else f"{self.root}/{safe_relpath(rel)}"
 
+    @_credentials_checked
     def exists(self, rel: str) -> bool:
         return self.fs.exists(self.full(rel))
 
+    @_credentials_checked
     def read_bytes(self, rel: str) -> bytes:
         return self.fs.cat_file(self.full(rel))
 
+    @_credentials_checked
     def open(self, rel: str, mode: str = "rb"):
         return self.fs.open(self.full(rel), mode)
 
@@ -65,6 +113,7 @@ class Storage:
         protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
         return protocol in ("file", "local")
 
+    @_credentials_checked
     def size(self, rel: str) -> int:
         return int(self.fs.size(self.full(rel)))
 
@@ -76,6 +125,7 @@ class Storage:
         """Directory names directly in ``rel``."""
         return [posixpath.basename(info.path) for info, is_dir in self._ls(rel) if is_dir]
 
+    @_credentials_checked
     def _ls(self, rel: str) -> list[tuple[FileInfo, bool]]:
         base = self.full(rel)
         try:
@@ -95,24 +145,27 @@ class Storage:
             out.append((FileInfo(relname, int(e.get("size") or 0), mtime), e.get("type") == "directory"))
         return out
 
+    @_credentials_checked
     def write_bytes_atomic(self, rel: str, data: bytes) -> None:
         """Write ``data`` so that readers see either nothing or the whole file.
 
-        Local and memory file systems: write a temporary sibling then rename. Object stores have atomic
-        single-object puts, so a plain write is already all-or-nothing there.
+        Local and memory file systems: write a temporary sibling then rename. Object stores have no rename
+        but make an object visible only when its upload completes: ``pipe_file`` is one PUT (s3fs: below
+        100 MB; larger ones are a multipart upload, also visible only once complete), so a crash leaves the
+        old object or none, never a torn one. There are no folders to create there either (s3fs's
+        ``makedirs`` would probe, and may even try to create, the bucket).
         """
         target = self.full(rel)
-        self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
         if self._local or "memory" in (self.fs.protocol if isinstance(self.fs.protocol, tuple)
                                        else (self.fs.protocol,)):
+            self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
             # a name no Hudi reader takes for a data file, even if a crash leaves it behind
             tmp = f"{posixpath.dirname(target)}/.hoodie-streaming-tmp-{uuid.uuid4().hex}"
             with self.fs.open(tmp, "wb") as f:
                 f.write(data)
             self.fs.mv(tmp, target)
         else:
-            with self.fs.open(target, "wb") as f:
-                f.write(data)
+            self.fs.pipe_file(target, data)
 
 
 _LOCAL = pafs.LocalFileSystem()

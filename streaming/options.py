@@ -2,8 +2,8 @@
 
 Spark hands a Python data source a case-insensitive dict of strings. Every option is declared here with its
 type and default; an unknown name is an error listing the valid ones, because a misspelt
-``maxRowsPerTriger`` silently ignored is how a stream falls over in production. ``hoodie.*`` options and
-storage options (``fs.*``/``storage.*``, passed to fsspec) go through untouched.
+``maxRowsPerTriger`` silently ignored is how a stream falls over in production. ``hoodie.*`` options go through
+untouched; storage options (``fs.*``/``storage.*``) become fsspec's, typed (``storage_options``).
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import OptionError
+from .storage_options import storage_options
 
 
 class ReadMode(str, enum.Enum):
@@ -47,7 +48,8 @@ class SourceOptions(BaseModel):
     fail_on_data_loss: bool = Field(default=True, alias="failOnDataLoss")
     allow_schema_changes: bool = Field(default=False, alias="allowSchemaChanges")
     hoodie: dict[str, str] = Field(default_factory=dict)
-    storage: dict[str, str] = Field(default_factory=dict)
+    #: fsspec storage options; kept out of the repr, which would print credentials
+    storage: dict[str, Any] = Field(default_factory=dict, repr=False)
 
     @field_validator("columns", mode="before")
     @classmethod
@@ -88,13 +90,14 @@ _NAMES = {(f.alias or name).lower(): (f.alias or name) for name, f in SourceOpti
 
 def parse_options(options: Mapping[str, str]) -> SourceOptions:
     """Validate Spark's (lower-cased, string-valued) options."""
-    values: dict[str, Any] = {"hoodie": {}, "storage": {}}
+    values: dict[str, Any] = {"hoodie": {}}
+    storage: dict[str, str] = {}
     for key, value in options.items():
         low = key.lower()
         if low.startswith("hoodie."):
             values["hoodie"][key] = value
         elif low.startswith(("fs.", "storage.")):
-            values["storage"][key.split(".", 1)[1]] = value
+            storage[key] = value
         elif low in _NAMES:
             values[_NAMES[low]] = value
         else:
@@ -102,6 +105,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
             raise OptionError(f"unknown option '{key}'; valid options: {valid}, and hoodie.*/fs.* pass-throughs")
     if "path" not in values:
         raise OptionError("no table path: use .load(<table url>) or .option('path', <table url>)")
+    values["storage"] = storage_options(storage)
     try:
         return SourceOptions.model_validate(values)
     except ValidationError as e:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...errors import DataLossError
 from ..config import TableConfig
 from ..storage import Storage
 from .active import ActiveTimeline, TimelineEntry
@@ -54,6 +55,12 @@ class Timeline:
         return cls(storage, config, ActiveTimeline.load(storage, config, previous.active if previous else None))
 
     # -- instants --------------------------------------------------------------------------------------------
+    @property
+    def unrecognized_files(self) -> tuple[str, ...]:
+        """Files of the timeline folder that are neither instants nor files Hudi keeps there (each is logged
+        once per process); their count belongs in a reader's metrics, since any of them may be a lost instant."""
+        return self.active.unrecognized_files
+
     @property
     def entries(self) -> list[TimelineEntry]:
         return self.active.entries
@@ -113,7 +120,8 @@ class Timeline:
         archived = self.archived.write(instant_time)
         if archived is not None:
             return self.archived.commit_metadata(archived)
-        raise KeyError(f"{self.storage.url}: instant {instant_time} is neither active nor archived")
+        raise DataLossError(f"{self.storage.url}: instant {instant_time} is older than the active timeline but not "
+                            f"in the archive ({self.config.archive_dir}); its commit metadata is gone")
 
     def pending_compaction_times(self) -> set[str]:
         return {e.requested_time for e in self.active.pending_compactions()}
@@ -151,7 +159,7 @@ class Timeline:
         cleans = [e for e in self.active.completed() if e.action is Action.CLEAN]
         if not cleans:
             return None
-        earliest = (self.active.plan(cleans[-1].requested_time).get("earliestInstantToRetain") or {}).get("timestamp")
+        earliest = self.active.earliest_retained(cleans[-1].requested_time)
         if not earliest:
             return None
         kept = [e for e in self.active.completed_writes() if earliest <= e.requested_time < cleans[-1].requested_time]

@@ -8,15 +8,41 @@ and, lazily, the metadata of completed instants.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 
-from ...errors import CorruptFileError
+from ...errors import CorruptFileError, DataLossError
 from ..config import TableConfig
 from ..storage import Storage
-from .instant import COMPLETES_AS, WRITE_ACTIONS, Action, Instant, State, parse_instant_file
+from .instant import (
+    COMPLETES_AS,
+    WRITE_ACTIONS,
+    Action,
+    Instant,
+    State,
+    TimelineFile,
+    classify_timeline_file,
+    is_instant_time,
+    parse_instant_file,
+)
 from .metadata import CommitMetadata, decode_metadata_bytes, parse_commit_metadata
 
 log = logging.getLogger(__name__)
+
+#: (timeline folder URL, file name) of every unrecognized timeline file already warned about: a stream reloads
+#: the timeline every poll, and one warning per file per process says it without flooding the driver log.
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_unrecognized(folder_url: str, name: str) -> None:
+    with _warned_lock:
+        if (folder_url, name) in _warned:
+            return
+        _warned.add((folder_url, name))
+    log.warning("%s/%s: not an instant file name, and not a file Hudi keeps in the timeline folder; ignored as "
+                "Hudi ignores it, but if it is a damaged or renamed instant file, that instant is missing from "
+                "the timeline", folder_url, name)
 
 
 @dataclass(frozen=True)
@@ -65,9 +91,11 @@ class ActiveTimeline:
     """The instants of ``.hoodie/`` (layout 1) or ``.hoodie/timeline/`` (layout 2), in requested-time order."""
 
     def __init__(self, storage: Storage, config: TableConfig, entries: list[TimelineEntry],
-                 decoded: dict[str, object] | None = None):
+                 decoded: dict[str, object] | None = None, unrecognized: tuple[str, ...] = ()):
         self.storage = storage
         self.config = config
+        #: names of the files in the timeline folder that are neither instants nor Hudi's own (each logged once)
+        self.unrecognized_files = unrecognized
         self.entries = sorted(entries, key=lambda e: e.instant.sort_key())
         # a savepoint shares its instant time with the write it pins: the write is what readers look up
         self._by_time = {e.requested_time: e for e in sorted(self.entries, key=lambda e: e.is_write)}
@@ -80,11 +108,18 @@ class ActiveTimeline:
     def load(cls, storage: Storage, config: TableConfig,
              previous: "ActiveTimeline | None" = None) -> "ActiveTimeline":
         folder = config.timeline_dir
+        folder_url = f"{storage.url}/{folder}"
+        # the folders the config puts in the timeline folder: the archive (layout 1), the LSM history (layout 2)
+        subfolders = frozenset({config.archive_folder if config.timeline_layout == 1 else config.history_path})
         groups: dict[tuple[str, str], list[tuple[Instant, str]]] = {}  # (instant, its file name)
+        unrecognized = []
         for info in storage.list_dir(folder):
             name = info.path.rsplit("/", 1)[-1]
-            inst = parse_instant_file(name, config.timeline_layout, info.mtime)
+            inst = parse_instant_file(name, config.timeline_layout, info.mtime, folder_url)
             if inst is None:
+                if classify_timeline_file(name, config.timeline_layout, subfolders) is TimelineFile.UNRECOGNIZED:
+                    unrecognized.append(name)
+                    _warn_unrecognized(folder_url, name)
                 continue
             groups.setdefault((inst.requested_time, inst.comparable_action.value), []).append((inst, name))
         entries = []
@@ -96,7 +131,7 @@ class ActiveTimeline:
         if previous is not None:  # keep what still names a listed file: archived or rolled-back ones drop out
             listed = {f"{config.timeline_dir}/{name}" for e in entries for name in e.files}
             kept = {rel: value for rel, value in previous._decoded.items() if rel in listed}
-        return cls(storage, config, entries, kept)
+        return cls(storage, config, entries, kept, tuple(sorted(unrecognized)))
 
     # -- queries ---------------------------------------------------------------------------------------------
     def get(self, requested_time: str) -> TimelineEntry | None:
@@ -139,8 +174,9 @@ class ActiveTimeline:
         """Metadata of a completed write instant."""
         entry = self._by_time.get(requested_time)
         rel = self._file(entry, State.COMPLETED) if entry is not None and entry.is_completed else None
-        if rel is None:
-            raise KeyError(f"{self.storage.url}: no completed instant {requested_time} on the active timeline")
+        if rel is None:  # rolled back or restored away since the caller saw it complete
+            raise DataLossError(f"{self.storage.url}: instant {requested_time} is not a completed instant on the "
+                                "active timeline (rolled back or restored since it was listed?)")
         return self._decode(rel, parse_commit_metadata)
 
     def plan(self, requested_time: str) -> dict:
@@ -165,8 +201,27 @@ class ActiveTimeline:
         return (self.commit_metadata(entry.requested_time).operation_type or "").upper() == "CLUSTER"
 
     def compaction_operations(self, requested_time: str) -> list[dict]:
-        """The ``HoodieCompactionOperation`` records of a compaction plan."""
+        """The ``HoodieCompactionOperation`` records of a compaction plan (each checked: readers index by them)."""
         ops = self.plan(requested_time).get("operations") or []
+        entry = self._by_time.get(requested_time)
+        where = f"{self.storage.url}/{self._file(entry, State.REQUESTED) if entry else requested_time}"
         if not isinstance(ops, list):
-            raise CorruptFileError(f"{self.storage.url}: compaction plan {requested_time} has no operation list")
+            raise CorruptFileError(f"{where}: compaction plan has no operation list")
+        for i, op in enumerate(ops):
+            if not isinstance(op, dict) or not all(isinstance(op.get(k), (str, type(None)))
+                                                   for k in ("fileId", "partitionPath")):
+                raise CorruptFileError(f"{where}: compaction operation {i} is not a record with string fileId "
+                                       "and partitionPath")
         return ops
+
+    def earliest_retained(self, clean_time: str) -> str | None:
+        """The earliest instant a clean's plan retains (``HoodieCleanerPlan.earliestInstantToRetain``), if any."""
+        earliest = self.plan(clean_time).get("earliestInstantToRetain")
+        if earliest is None:
+            return None
+        stamp = earliest.get("timestamp") if isinstance(earliest, dict) else earliest
+        if stamp is None or is_instant_time(stamp):
+            return stamp
+        entry = self._by_time.get(clean_time)
+        where = f"{self.storage.url}/{self._file(entry, State.REQUESTED) if entry else clean_time}"
+        raise CorruptFileError(f"{where}: earliestInstantToRetain is not an instant: {str(earliest)[:80]!r}")

@@ -22,7 +22,7 @@ from ..config import TableConfig
 from ..logfile.format import CONTENT_VERSION, BlockType, LogBlock
 from ..logfile.reader import iter_blocks
 from ..storage import Storage
-from .instant import WRITE_ACTIONS, Action
+from .instant import WRITE_ACTIONS, Action, is_completion_time, is_instant_time
 from .metadata import CommitMetadata, parse_commit_metadata
 
 log = logging.getLogger(__name__)
@@ -91,10 +91,15 @@ class ArchivedTimeline:
             except Exception as e:
                 raise CorruptFileError(f"{self.storage.url}/{rel}: unreadable LSM timeline file ({e})") from None
             for row in t.to_pylist():
-                action = _ACTIONS.get(row["action"] or "")
-                if action is None or not row["instantTime"]:
+                action = _archived_action(row["action"], row["instantTime"], f"{self.storage.url}/{rel}")
+                if action is None:
                     continue
-                out.append(ArchivedInstant(row["instantTime"], row["completionTime"], action, row["metadata"]))
+                if not (row["metadata"] is None or isinstance(row["metadata"], bytes)):
+                    raise CorruptFileError(f"{self.storage.url}/{rel}: instant {row['instantTime']}: the metadata "
+                                           "column is not binary")
+                out.append(ArchivedInstant(row["instantTime"], _completion(row["completionTime"], row["instantTime"],
+                                                                           f"{self.storage.url}/{rel}"),
+                                           action, row["metadata"]))
         return out
 
     def _lsm_manifest_files(self, folder: str) -> list[str]:
@@ -136,14 +141,47 @@ class ArchivedTimeline:
                 if block.type is not BlockType.AVRO_DATA:
                     continue
                 for rec in _avro_block_records(block):
-                    state = (rec.get("actionState") or "COMPLETED").upper()
-                    action = _ACTIONS.get(rec.get("actionType") or "")
-                    if state != "COMPLETED" or action is None or not rec.get("commitTime"):
+                    where = f"{block.where()}: archived instant {_short(rec.get('commitTime'))}"
+                    state = rec.get("actionState") or "COMPLETED"
+                    if not isinstance(state, str):
+                        raise CorruptFileError(f"{where}: actionState is not a string")
+                    action = _archived_action(rec.get("actionType"), rec.get("commitTime"), block.where())
+                    if state.upper() != "COMPLETED" or action is None:
                         continue
                     md = rec.get(_V6_METADATA_FIELD.get(action.value, ""))
+                    if not (md is None or isinstance(md, dict)):
+                        raise CorruptFileError(f"{where}: its {action.value} metadata is not a record")
                     out[(rec["commitTime"], action.value)] = ArchivedInstant(
-                        rec["commitTime"], rec.get("stateTransitionTime"), action, md)
+                        rec["commitTime"], _completion(rec.get("stateTransitionTime"), rec["commitTime"], where),
+                        action, md)
         return list(out.values())
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _archived_action(action: object, instant_time: object, where: str) -> Action | None:
+    """The action of one archived instant; None (with a warning) for an action this reader does not know.
+
+    An instant time that is not one (``HoodieInstantTimeGenerator``'s 17 digits, or 14 on old tables) would
+    sort anywhere among the instants, so it is a :class:`CorruptFileError` naming the archive file.
+    """
+    if not is_instant_time(instant_time):
+        raise CorruptFileError(f"{where}: archived instant time {_short(instant_time)} is not an instant time")
+    known = _ACTIONS.get(action) if isinstance(action, str) else None
+    if known is None:
+        log.warning("%s: archived instant %s has unknown action %s; skipped", where, instant_time, _short(action))
+    return known
+
+
+def _completion(value: object, instant_time: str, where: str) -> str | None:
+    """An archived completion time (LSM ``completionTime``, v6 ``stateTransitionTime``): absent, or an instant."""
+    if value is None or is_completion_time(value):
+        return value
+    raise CorruptFileError(f"{where}: completion time {_short(value)} of archived instant {instant_time} is not an "
+                           "instant time")
 
 
 def _avro_block_records(block: LogBlock) -> list[dict]:

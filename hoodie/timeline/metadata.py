@@ -1,7 +1,17 @@
 """Commit metadata of completed instants: JSON (layout 1) or an Avro object container (layout 2).
 
 Both encodings use the same field names, so they decode into one pydantic model. The model is the
-reader's only source for "which files did this instant write", so every path in it is validated before use.
+reader's only source for "which files did this instant write", so everything in it is checked when the file
+is decoded, and a file that fails is one error naming it: :class:`CorruptFileError` when it cannot be what
+Hudi writes (not JSON or Avro, a field of the wrong type, a schema that is not JSON),
+:class:`InvalidTableContentError` when it decodes but must not be trusted (a path outside the table, a negative
+size).
+
+An empty file (0 bytes, or only whitespace) decodes as metadata that says nothing, because that is what
+Hudi makes of it: ``CommitMetadataSerDeV1/V2.deserialize`` return ``clazz.newInstance()`` for empty content, and
+0.x's ``HoodieDefaultTimeline.deserializeInstantContent`` does the same for Jackson's "No content to map". The
+instant still counts as completed (the file-system view goes by the timeline, so snapshots show its files);
+only readers that plan from the metadata see nothing, which :attr:`CommitMetadata.is_blank` lets them check.
 """
 from __future__ import annotations
 
@@ -13,10 +23,54 @@ from typing import Any
 import fastavro
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ...errors import CorruptFileError
+from ...errors import CorruptFileError, InvalidTableContentError
 from ..storage import safe_relpath
 
 AVRO_MAGIC = b"Obj\x01"
+#: Hudi's counters are Java longs: anything larger cannot have come from a writer.
+_JAVA_LONG_MAX = 2**63 - 1
+
+
+class _Untrusted(ValueError):
+    """Raised by a field check for content that decodes but must not be used (reported as
+    :class:`InvalidTableContentError` rather than :class:`CorruptFileError`)."""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _count(value: Any) -> int:
+    """A non-negative Java long, as Jackson reads one: a JSON number, or a string of digits."""
+    if value is None:
+        return 0
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        value = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value > _JAVA_LONG_MAX:
+        raise ValueError(f"expected a count, got {_short(value)}")
+    if value < 0:
+        raise _Untrusted(f"negative count {value}")
+    return value
+
+
+def _table_path(value: str) -> str:
+    """A path relative to the table root that stays inside it (partition paths and written files)."""
+    try:
+        return safe_relpath(value)
+    except InvalidTableContentError:
+        raise _Untrusted(f"path {_short(value)} is absolute or leaves the table") from None
+
+
+def _partition_keys(value: Any) -> Any:
+    """Partition-keyed maps: ``None`` is empty, every partition path stays inside the table."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return {_table_path(k) if isinstance(k, str) else k: v for k, v in value.items()}
+    return value
 
 
 class WriteStat(BaseModel):
@@ -43,15 +97,22 @@ class WriteStat(BaseModel):
                      "file_size_in_bytes", mode="before")
     @classmethod
     def _counter(cls, v: Any) -> int:
-        v = 0 if v is None else int(v)
-        if v < 0:
-            raise ValueError(f"negative counter {v}")
-        return v
+        return _count(v)
+
+    @field_validator("log_version", "log_offset", mode="before")
+    @classmethod
+    def _optional_counter(cls, v: Any) -> int | None:
+        return None if v is None else _count(v)
 
     @field_validator("path")
     @classmethod
     def _path_inside_table(cls, v: str | None) -> str | None:
-        return None if v in (None, "", "null") else safe_relpath(v)
+        return None if v in (None, "", "null") else _table_path(v)
+
+    @field_validator("partition_path")
+    @classmethod
+    def _partition_inside_table(cls, v: str | None) -> str | None:
+        return None if v is None else _table_path(v)
 
     @property
     def file_name(self) -> str | None:
@@ -70,10 +131,30 @@ class CommitMetadata(BaseModel):
     extra_metadata: dict[str, str | None] = Field(default_factory=dict, alias="extraMetadata")
     operation_type: str | None = Field(default=None, alias="operationType")
 
-    @field_validator("partition_to_write_stats", "partition_to_replace_file_ids", "extra_metadata", mode="before")
+    @field_validator("partition_to_write_stats", "partition_to_replace_file_ids", mode="before")
+    @classmethod
+    def _partitions(cls, v: Any) -> Any:
+        return _partition_keys(v)
+
+    @field_validator("extra_metadata", mode="before")
     @classmethod
     def _none_is_empty(cls, v: Any) -> Any:
         return {} if v is None else v
+
+    @field_validator("extra_metadata")
+    @classmethod
+    def _schema_is_json(cls, v: dict[str, str | None]) -> dict[str, str | None]:
+        """Checked here, once per file, so every later ``json.loads`` of the schema (the table's Arrow schema,
+        the stream's schema check) reads a JSON object, and a damaged one is reported with its file."""
+        schema = v.get("schema")
+        if schema:
+            try:
+                parsed = json.loads(schema)
+            except (ValueError, RecursionError) as e:
+                raise ValueError(f"the writer schema is not JSON ({_short(str(e))})") from None
+            if not isinstance(parsed, dict):
+                raise ValueError(f"the writer schema is not a JSON object: {_short(schema)}")
+        return v
 
     @property
     def writer_schema(self) -> str | None:
@@ -84,9 +165,14 @@ class CommitMetadata(BaseModel):
         return self.extra_metadata.get("schema") or None
 
     @property
-    def schema_json(self) -> str | None:  # type: ignore[override]  # old name, still read by hoodie/table.py
-        """Deprecated name of :attr:`writer_schema`, until its last caller (hoodie/table.py) moves."""
-        return self.writer_schema
+    def is_blank(self) -> bool:
+        """Says nothing at all: no files, no operation, no extra metadata (what an empty file decodes to).
+
+        A commit Hudi writes always names its operation and carries the writer schema, even when it wrote no
+        rows, so blank metadata of a write instant means the file lost its content.
+        """
+        return not (self.partition_to_write_stats or self.partition_to_replace_file_ids or self.extra_metadata
+                    or self.operation_type or self.compacted is not None)
 
     def write_stats(self) -> list[WriteStat]:
         return [s for stats in self.partition_to_write_stats.values() for s in stats]
@@ -117,8 +203,8 @@ def decode_metadata_bytes(data: bytes, where: str) -> dict:
         return decode_avro_container(data, where)
     try:
         value = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CorruptFileError(f"{where}: neither JSON nor Avro commit metadata ({e})") from None
+    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, nested too deep, a number too long
+        raise CorruptFileError(f"{where}: neither JSON nor Avro commit metadata ({_short(str(e))})") from None
     if not isinstance(value, dict):
         raise CorruptFileError(f"{where}: commit metadata is not a JSON object")
     return value
@@ -129,7 +215,10 @@ def parse_commit_metadata(data: bytes | dict, where: str) -> CommitMetadata:
     raw = data if isinstance(data, dict) else decode_metadata_bytes(data, where)
     try:
         return CommitMetadata.model_validate(raw)
-    except (ValidationError, ValueError) as e:
-        first = e.errors()[0] if isinstance(e, ValidationError) else {"msg": str(e), "loc": ()}
+    except ValidationError as e:
+        first = e.errors()[0]
         loc = ".".join(str(x) for x in first.get("loc", ()))
-        raise CorruptFileError(f"{where}: invalid commit metadata at {loc or '<root>'}: {first['msg']}") from None
+        cause = first.get("ctx", {}).get("error")
+        msg = str(cause) if isinstance(cause, ValueError) else first["msg"]
+        error = InvalidTableContentError if isinstance(cause, _Untrusted) else CorruptFileError
+        raise error(f"{where}: invalid commit metadata at {loc or '<root>'}: {msg}") from None

@@ -8,16 +8,20 @@ looks at raw property strings.
 from __future__ import annotations
 
 import enum
+import json
+import re
 import zlib
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import CorruptFileError, UnsupportedTableError
-from .storage import Storage
+from ..errors import CorruptFileError, InvalidTableContentError, UnsupportedTableError
+from .storage import Storage, safe_relpath
 
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
 PROPERTIES_BACKUP = ".hoodie/hoodie.properties.backup"
 SUPPORTED_VERSIONS = (6, 8, 9)
+#: ``TimelineLayoutVersion``: 1 keeps instants in ``.hoodie/`` (table v6), 2 in ``.hoodie/timeline/`` (v8/v9)
+SUPPORTED_LAYOUTS = (1, 2)
 
 
 class TableType(str, enum.Enum):
@@ -49,8 +53,12 @@ _STRATEGY_MODES = {
 }
 
 
-def parse_java_properties(text: str) -> dict[str, str]:
-    """Parse the text of a ``java.util.Properties`` file (the subset ``Properties.store`` and people write)."""
+def parse_java_properties(text: str, where: str = "properties") -> dict[str, str]:
+    """Parse the text of a ``java.util.Properties`` file (the subset ``Properties.store`` and people write).
+
+    A malformed ``\\uXXXX`` escape is a :class:`CorruptFileError` naming ``where``, as ``Properties.load``
+    refuses it too ("Malformed \\uxxxx encoding").
+    """
     props: dict[str, str] = {}
     logical: list[str] = []
     pending = ""
@@ -69,8 +77,15 @@ def parse_java_properties(text: str) -> dict[str, str]:
         logical.append(pending)
     for line in logical:
         key, value = _split_key_value(line)
-        props[_unescape(key)] = _unescape(value)
+        try:
+            props[_unescape(key)] = _unescape(value)
+        except ValueError as e:
+            raise CorruptFileError(f"{where}: line {_short(line)}: {e}") from None
     return props
+
+
+def _short(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:57] + "...")
 
 
 def _split_key_value(line: str) -> tuple[str, str]:
@@ -91,6 +106,7 @@ def _split_key_value(line: str) -> tuple[str, str]:
 
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 
 
 def _unescape(s: str) -> str:
@@ -104,14 +120,20 @@ def _unescape(s: str) -> str:
             i += 1
             continue
         nxt = s[i + 1]
-        if nxt == "u" and i + 6 <= n:
-            out.append(chr(int(s[i + 2 : i + 6], 16)))
+        if nxt == "u":
+            digits = s[i + 2 : i + 6]
+            if not _HEX4.fullmatch(digits):
+                raise ValueError(f"malformed \\uxxxx escape {_short(s[i:i + 6])}")
+            out.append(chr(int(digits, 16)))
             i += 6
         else:
             out.append(_ESCAPES.get(nxt, nxt))
             i += 2
     # characters outside the BMP arrive as two \u escapes (a UTF-16 surrogate pair): join them
-    return "".join(out).encode("utf-16", "surrogatepass").decode("utf-16")
+    try:
+        return "".join(out).encode("utf-16", "surrogatepass").decode("utf-16")
+    except UnicodeDecodeError:
+        raise ValueError("a \\u escape is half of a UTF-16 surrogate pair") from None
 
 
 def _fields(value: str | None) -> list[str]:
@@ -195,16 +217,24 @@ class TableConfig(BaseModel):
             raise UnsupportedTableError(f"{where}: hoodie.table.type={table_type} is not a Hudi table type") from None
         ordering = _fields(props.get("hoodie.table.ordering.fields") or props.get("hoodie.table.precombine.field"))
         payload = props.get("hoodie.compaction.payload.class") or props.get("hoodie.table.legacy.payload.class")
-        layout = int(props.get("hoodie.timeline.layout.version") or (2 if version >= 8 else 1))
+        layout_text = props.get("hoodie.timeline.layout.version") or ("2" if version >= 8 else "1")
+        if layout_text.strip() not in {str(v) for v in SUPPORTED_LAYOUTS}:
+            raise UnsupportedTableError(f"{where}: hoodie.timeline.layout.version={layout_text} is not supported "
+                                        f"(supported: {', '.join(map(str, SUPPORTED_LAYOUTS))})")
+        layout = int(layout_text)
+        timeline_path = _folder(props, "hoodie.timeline.path", "timeline", where)
+        create_schema = props.get("hoodie.table.create.schema") or None
+        if create_schema is not None:
+            _check_schema(create_schema, where)
         return cls(
             name=need("hoodie.table.name"),
             database=props.get("hoodie.database.name") or None,
             table_type=ttype,
             version=version,
             timeline_layout=layout,
-            timeline_path=props.get("hoodie.timeline.path") or "timeline",
-            history_path=props.get("hoodie.timeline.history.path") or "history",
-            archive_folder=props.get("hoodie.archivelog.folder") or "archived",
+            timeline_path=timeline_path,
+            history_path=_folder(props, "hoodie.timeline.history.path", "history", where),
+            archive_folder=_folder(props, "hoodie.archivelog.folder", "archived", where),
             record_key_fields=_fields(props.get("hoodie.table.recordkey.fields")),
             partition_fields=_fields(props.get("hoodie.table.partition.fields")),
             ordering_fields=ordering,
@@ -219,9 +249,32 @@ class TableConfig(BaseModel):
             drop_partition_columns=_bool(props.get("hoodie.datasource.write.drop.partition.columns"), False),
             populate_meta_fields=_bool(props.get("hoodie.populate.meta.fields"), True),
             base_file_format=base_format,
-            create_schema=props.get("hoodie.table.create.schema"),
+            create_schema=create_schema,
             raw=props,
         )
+
+
+def _folder(props: dict[str, str], key: str, default: str, where: str) -> str:
+    """A folder name the config places inside ``.hoodie`` (or inside the timeline folder): it must stay there,
+    since every timeline read joins it to the table root."""
+    value = props.get(key) or default
+    try:
+        inside = safe_relpath(value) != ""  # "" is the folder itself ("." or "x/..")
+    except InvalidTableContentError:  # absolute, or leaving the folder
+        inside = False
+    if not inside:
+        raise InvalidTableContentError(f"{where}: {key}={value} does not name a folder inside .hoodie")
+    return value
+
+
+def _check_schema(schema: str, where: str) -> None:
+    """``hoodie.table.create.schema`` is the table's Avro schema until a commit carries one: a JSON object."""
+    try:
+        parsed = json.loads(schema)
+    except (ValueError, RecursionError) as e:
+        raise CorruptFileError(f"{where}: hoodie.table.create.schema is not JSON ({e})") from None
+    if not isinstance(parsed, dict):
+        raise CorruptFileError(f"{where}: hoodie.table.create.schema is not a JSON object: {_short(schema)}")
 
 
 def _infer_merge_mode(props: dict[str, str], version: int, payload: str | None, ordering: list[str],
@@ -254,6 +307,27 @@ def _infer_merge_mode(props: dict[str, str], version: int, payload: str | None, 
     return mode
 
 
+def _checksum_error(props: dict[str, str], where: str) -> CorruptFileError | None:
+    """Hudi's ``HoodieTableConfig.validateChecksum``: CRC32 of ``<database>.<table name>``, a decimal long.
+
+    A checksum that is not a number, or one without a table name to check against, fails there too
+    (``Long.parseLong``, ``generateChecksum``'s "property needs to be specified"); a file without a checksum
+    is from before Hudi 0.10 and is not checked.
+    """
+    check = props.get("hoodie.table.checksum")
+    if check is None:
+        return None
+    name = props.get("hoodie.table.name")
+    if not re.fullmatch(r"[0-9]{1,20}", check) or name is None:
+        return CorruptFileError(f"{where}: hoodie.table.checksum={_short(check)} cannot be checked (not a number, "
+                                "or no hoodie.table.name); the file is torn or foreign")
+    expect = zlib.crc32(f"{props.get('hoodie.database.name', '')}.{name}".encode())
+    if int(check) != expect:
+        return CorruptFileError(f"{where}: hoodie.table.checksum={check} does not match the table name "
+                                f"(expected {expect}); the file is torn or foreign")
+    return None
+
+
 def load_table_config(storage: Storage) -> TableConfig:
     """Read ``hoodie.properties`` (falling back to the backup Hudi leaves during an update)."""
     last_error: Exception | None = None
@@ -263,18 +337,20 @@ def load_table_config(storage: Storage) -> TableConfig:
         except FileNotFoundError as e:
             last_error = last_error or e  # a damaged main file is the more useful error
             continue
-        props = parse_java_properties(text)
-        if not props:
-            last_error = CorruptFileError(f"{storage.url}/{rel}: empty properties file")
+        where = f"{storage.url}/{rel}"
+        try:
+            props = parse_java_properties(text, where)
+        except CorruptFileError as e:
+            last_error = e
             continue
-        check = props.get("hoodie.table.checksum")
-        if check and check.isdigit() and "hoodie.table.name" in props:
-            expect = zlib.crc32(f"{props.get('hoodie.database.name', '')}.{props['hoodie.table.name']}".encode())
-            if int(check) != expect:
-                last_error = CorruptFileError(f"{storage.url}/{rel}: hoodie.table.checksum={check} does not match "
-                                              f"the table name (expected {expect}); the file is torn or foreign")
-                continue
-        return TableConfig.from_properties(props, f"{storage.url}/{rel}")
+        if not props:
+            last_error = CorruptFileError(f"{where}: empty properties file")
+            continue
+        bad_checksum = _checksum_error(props, where)
+        if bad_checksum is not None:
+            last_error = bad_checksum
+            continue
+        return TableConfig.from_properties(props, where)
     if isinstance(last_error, FileNotFoundError):
         raise UnsupportedTableError(f"{storage.url}: not a Hudi table (no {PROPERTIES_FILE})")
     assert last_error is not None  # each of the two files either returned its config or set an error

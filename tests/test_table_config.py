@@ -6,7 +6,7 @@ import zlib
 import fsspec
 import pytest
 
-from hudi_streaming.errors import CorruptFileError, UnsupportedTableError
+from hudi_streaming.errors import CorruptFileError, InvalidTableContentError, UnsupportedTableError
 from hudi_streaming.hoodie.config import MergeMode, TableConfig, load_table_config, parse_java_properties
 from hudi_streaming.hoodie.storage import Storage
 
@@ -101,3 +101,36 @@ def test_every_fixture_config_loads(unzip_fixture):
     for name in fixture_names():
         c = load_table_config(Storage(str(unzip_fixture(name).table)))
         assert isinstance(c, TableConfig) and c.version in (6, 8, 9), name
+
+
+@pytest.mark.parametrize("extra,error,says", [
+    # java.util.Properties.load refuses these too ("Malformed \uxxxx encoding")
+    ("hoodie.table.comment=caf\\uZZZZ\n", CorruptFileError, "line 'hoodie.table.comment=caf\\\\uZZZZ': malformed"),
+    ("hoodie.table.comment=\\u12\n", CorruptFileError, "malformed \\uxxxx escape '\\\\u12'"),
+    ("hoodie.table.comment=\\uD83D\n", CorruptFileError, "half of a UTF-16 surrogate pair"),
+    ("hoodie.timeline.layout.version=two\n", UnsupportedTableError, "hoodie.timeline.layout.version=two is not "
+                                                                    "supported (supported: 1, 2)"),
+    ("hoodie.timeline.layout.version=3\n", UnsupportedTableError, "hoodie.timeline.layout.version=3"),
+    ("hoodie.timeline.path=../../elsewhere\n", InvalidTableContentError,
+     "hoodie.timeline.path=../../elsewhere does not name a folder inside .hoodie"),
+    ("hoodie.timeline.history.path=/abs\n", InvalidTableContentError, "hoodie.timeline.history.path=/abs"),
+    ("hoodie.archivelog.folder=x/..\n", InvalidTableContentError, "hoodie.archivelog.folder=x/.."),
+    ("hoodie.table.create.schema={\"type\": \n", CorruptFileError, "hoodie.table.create.schema is not JSON"),
+    ("hoodie.table.create.schema=[]\n", CorruptFileError, "hoodie.table.create.schema is not a JSON object"),
+    # HoodieTableConfig.validateChecksum: Long.parseLong fails on these, so Hudi refuses the file too
+    ("hoodie.table.checksum=\u00b2\n", CorruptFileError, "hoodie.table.checksum='²' cannot be checked"),
+    ("hoodie.table.checksum=" + "9" * 5000 + "\n", CorruptFileError, "cannot be checked"),
+])
+def test_garbage_in_properties_is_one_error_naming_the_file(extra, error, says):
+    url = f"memory://cfg-garbage-{abs(hash(extra))}"
+    s = _write(url, BASE.format(v=9) + extra)
+    with pytest.raises(error) as e:
+        load_table_config(s)
+    assert str(e.value).startswith(f"{url}/.hoodie/hoodie.properties: ") and says in str(e.value), str(e.value)
+
+
+def test_a_malformed_properties_file_falls_back_to_the_backup():
+    """Hudi's ``HoodieTableConfig.fetchConfigs`` reads the backup when the main file fails to load."""
+    s = _write("memory://cfg-malformed", BASE.format(v=9) + "hoodie.table.comment=\\uXYZW\n")
+    _write("memory://cfg-malformed", BASE.format(v=9), name="hoodie.properties.backup")
+    assert load_table_config(s).name == "t"

@@ -7,15 +7,24 @@ the included instants wrote are read, merged as of the last included instant.
 """
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable, Mapping
 
 import pyarrow as pa
 
-from ..errors import HudiStreamingError, UnsupportedTableError
-from .fs_view import FileSlice
+from ..errors import DataLossError, HudiStreamingError, UnsupportedTableError
+from .fs_view import FileSlice, parse_base_file, parse_log_file
 from .scanner import InstantRange
 from .slice_reader import MergeType, SliceRead, read_slice
 from .table import COMMIT_TIME, IS_DELETED, RECORD_KEY, HudiTable
+from .timeline import CommitMetadata
+
+log = logging.getLogger(__name__)
+#: (table URL, instant) of blank commits already reported: the stream plans each instant once, but a batch
+#: reader may read the same range many times in one process
+_blank_reported: set[tuple[str, str]] = set()
+_blank_lock = threading.Lock()
 
 PartitionFilter = Callable[[dict[str, str]], bool] | Mapping[str, "str | list[str]"]
 
@@ -48,6 +57,50 @@ def incremental_instants(table: HudiTable, start: str | None, end: str | None) -
     return out
 
 
+def planned_metadata(table: HudiTable, instant_time: str) -> CommitMetadata:
+    """Commit metadata of a completed write, for readers that take the files to read from it (incremental reads
+    and the stream), which would otherwise pass over the rows of an instant whose metadata file lost its content.
+
+    Hudi reads an empty completed file as empty metadata (``CommitMetadataSerDeV1/V2.deserialize``: empty
+    content → ``clazz.newInstance()``) and still counts the instant as committed, so its files are in every
+    snapshot (the file-system view goes by the timeline) while an incremental read planned from the metadata
+    finds nothing to read. When data files carry the instant's time (base files; on v8/v9 log files too, which
+    are named by the delta commit that wrote them) that is a :class:`DataLossError`: the changes exist but
+    cannot be delivered as the changes of that instant. Without such files the instant is the empty commit Hudi
+    takes it for; that is logged once, since it is still unusual.
+    """
+    md = table.timeline.commit_metadata(instant_time)
+    if not md.is_blank:
+        return md
+    carriers = _files_of_instant(table, instant_time)
+    if carriers:
+        more = f" and {len(carriers) - 3} more" if len(carriers) > 3 else ""
+        raise DataLossError(f"{table.url}: instant {instant_time}'s commit metadata is empty but files "
+                            f"{', '.join(carriers[:3])}{more} carry its data; the instant's changes cannot be "
+                            "read incrementally (a snapshot read still has them)")
+    with _blank_lock:
+        first = (table.url, instant_time) not in _blank_reported
+        _blank_reported.add((table.url, instant_time))
+    if first:
+        log.warning("%s: instant %s's commit metadata is empty and no data file carries its time; read as an "
+                    "empty commit, as Hudi reads it", table.url, instant_time)
+    return md
+
+
+def _files_of_instant(table: HudiTable, instant_time: str) -> list[str]:
+    """Data files named with ``instant_time``: base files, and (v8/v9) the log files that instant wrote."""
+    out = []
+    for info in table.listing():
+        base = parse_base_file(info)
+        if base is not None and base.instant == instant_time:
+            out.append(info.path)
+        elif base is None and table.config.version >= 8:
+            logf = parse_log_file(info)
+            if logf is not None and logf.instant == instant_time:
+                out.append(info.path)
+    return sorted(out)
+
+
 def plan_slices(table: HudiTable, *, as_of: str | None = None, start: str | None = None, end: str | None = None,
                 partition_filter: PartitionFilter | None = None) -> tuple[list[FileSlice], str | None,
                                                                            InstantRange | None]:
@@ -64,7 +117,7 @@ def plan_slices(table: HudiTable, *, as_of: str | None = None, start: str | None
         instants = incremental_instants(table, start, end)
         if not instants:
             return [], None, None
-        paths = sorted({p for t in instants for p in table.timeline.commit_metadata(t).written_paths()})
+        paths = sorted({p for t in instants for p in planned_metadata(table, t).written_paths()})
         view = table.file_system_view(paths)
         max_instant = max(instants)
         rng = (InstantRange(instants=frozenset(instants)) if table.config.version >= 8

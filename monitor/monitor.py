@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import DataLossError
 from ..hoodie.fs_view import FileSlice, FileSystemView
+from ..hoodie.read import planned_metadata
 from ..hoodie.storage import FileInfo
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import Action, TimelineEntry
@@ -153,7 +154,7 @@ class StreamMonitor:
         self._learn_files(batch)
         touched: dict[tuple[str, str], list] = {}
         for e in emitting:
-            md = tl.commit_metadata(e.requested_time)
+            md = planned_metadata(self.table, e.requested_time)  # blank metadata over written files: DataLossError
             self._check_schema(e, md.writer_schema)
             for part, stats in md.partition_to_write_stats.items():
                 if not self._keep(part):

@@ -151,7 +151,7 @@ class CommitMetadata(BaseModel):
             try:
                 parsed = json.loads(schema)
             except (ValueError, RecursionError) as e:
-                raise ValueError(f"the writer schema is not JSON ({_short(str(e))})") from None
+                raise ValueError(f"the writer schema is not JSON ({e})") from None
             if not isinstance(parsed, dict):
                 raise ValueError(f"the writer schema is not a JSON object: {_short(schema)}")
         return v

@@ -7,8 +7,10 @@ only visible through the format layer. Everything here is a thin layer over ``ho
 imports PySpark, so it starts fast and works without a JVM.
 
 Errors a user can fix (a wrong path, a folder that is not a Hudi table, damaged table content) are one line
-``error: <message>`` on stderr with exit code 2; anything else is a bug and exits 1. ``--verbose`` adds the
-traceback and the format layer's log messages.
+``error: <message>`` on stderr with exit code 2; anything else is a bug and exits 1. Damage that does not stop
+the command (a file in the timeline folder that is not an instant, an empty commit) is a ``WARNING`` line on
+stderr: the tool is where users look when a table reads oddly. ``--verbose`` adds the traceback and the format
+layer's other log messages.
 """
 from __future__ import annotations
 
@@ -418,7 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         verbose = args.verbose
-        logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
+        logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
         _run(args)
         return 0

@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from test_archived_timeline import delete_active_files, lsm_row, oldest_instants, write_lsm_file, write_manifest
 
 from hudi_streaming import hoodie
 from hudi_streaming.errors import CorruptFileError, DataLossError, InvalidTableContentError
@@ -152,6 +155,24 @@ def test_seconds_granularity_requested_times_of_old_tables_are_instants(unzip_fi
     assert _load(table).entries[0].requested_time == "20180101000000"
 
 
+@pytest.mark.parametrize("column,value,says", [
+    ("completionTime", "2025", "completion time '2025' of archived instant"),
+    ("instantTime", "2025", "archived instant time '2025' is not an instant time"),
+])
+def test_an_archived_instant_time_that_is_not_one_is_a_corrupt_file(column, value, says, unzip_fixture, tmp_path):
+    table = _copy(unzip_fixture, V9, tmp_path / "t")
+    instants = oldest_instants(table / ".hoodie" / "timeline", 2)
+    rows = [lsm_row(i) for i in instants]
+    rows[1][column] = value
+    history = table / ".hoodie" / "timeline" / "history"
+    name = write_lsm_file(history, rows, 0)
+    write_manifest(history, 1, [name])
+    delete_active_files(instants)
+    with pytest.raises(CorruptFileError) as e:
+        _ = HudiTable(str(table)).timeline.archived.instants
+    assert str(e.value).startswith(f"{table}/.hoodie/timeline/history/{name}: ") and says in str(e.value)
+
+
 # --- commit metadata ----------------------------------------------------------------------------------------
 
 def _stats(**stat) -> bytes:
@@ -282,3 +303,17 @@ def test_cli_reports_damaged_properties_as_one_error_line(unzip_fixture, tmp_pat
     assert (code, out) == (2, "")
     assert err == (f"error: {table}/.hoodie/hoodie.properties: line 'hoodie.table.comment=caf\\\\uZZZZ': "
                    "malformed \\uxxxx escape '\\\\uZZZZ'\n")
+
+
+def test_cli_shows_an_unrecognized_timeline_file_as_a_warning_line(unzip_fixture, tmp_path):
+    """Run as users run it (its own process, so its logging set-up is the real one): the command succeeds and
+    stderr names the file."""
+    table, tl = _timeline_only(unzip_fixture, V9, tmp_path / "t")
+    (tl / f"{V9_INSTANT}_{V9_COMPLETED}.deltacommit.bak").write_bytes(b"")
+    done = subprocess.run([sys.executable, "-m", "hudi_streaming", "inspect", "--instants-only", str(table)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"WARNING hudi_streaming.hoodie.timeline.active: {tl}/{V9_INSTANT}_{V9_COMPLETED}.deltacommit.bak: not an "
+        "instant file name, and not a file Hudi keeps in the timeline folder; ignored as Hudi ignores it, but if it "
+        "is a damaged or renamed instant file, that instant is missing from the timeline"]

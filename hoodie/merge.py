@@ -6,6 +6,14 @@ table: commit-time ordering (newest wins), event-time ordering (largest ordering
 newer; a "commit-time delete" — ordering value 0, written by SQL ``DELETE`` — beats everything before it), and
 the 0.x payload classes of table v6, whose quirks are kept (:class:`MergeRules`).
 
+Ordering values compare in the natural order of their type (numbers and decimals by value, strings by code
+point, dates and timestamps by time). A null ordering value compares as its type's zero (0, 0.0, decimal 0,
+``""``, 1970-01-01, the epoch): Hudi replaces a null by the default ordering value 0
+(``RecordContext.getOrderingValue``), which 1.0 cast to the field's type (``castValue(0, type)`` in
+``HoodieBaseFileGroupRecordBuffer``, removed by HUDI-8682; since then only an int field compares it without a
+``ClassCastException``). The one exception is table v6's final merge, where a null *stored* value lets the log
+record win (``DefaultHoodieRecordPayload.needUpdatingPersistedRecord``: ``persistedOrderingVal == null ||``).
+
 The fold is sequential by nature, but almost every key has one or two versions. So instead of a Python loop
 over records, the fold runs one vectorised step per *version rank*: step ``r`` combines the current winner of
 every key that has more than ``r`` versions with its ``r``-th version. A merged record is represented by the
@@ -14,12 +22,14 @@ columns) the same machinery.
 """
 from __future__ import annotations
 
+import decimal
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import UnsupportedTableError
 from .config import MergeMode
 
 
@@ -28,7 +38,8 @@ class MergeRules:
     """How versions of one record combine on one table."""
 
     mode: MergeMode
-    #: table v6: payload-class semantics (a record after any delete wins; delete-block deletes beat the base)
+    #: table v6: payload-class semantics (a record after a delete-block delete wins; delete-block deletes beat
+    #: the base)
     legacy_payload: bool = False
     #: v6 ``OverwriteWithLatestAvroPayload``: the final merge ignores ordering (the log always wins)
     log_always_wins: bool = False
@@ -42,9 +53,10 @@ class MergeRules:
 class LogRecords:
     """All log records of a slice that count, oldest first, aligned to the read schema.
 
-    ``ordering`` holds the ordering value(s) with nulls replaced by the type's default; ``is_delete`` marks
-    deletes (delete blocks, ``_hoodie_is_deleted``, ``_hoodie_operation`` D/-U); ``commit_time_delete`` marks
-    deletes carrying the default ordering value; ``from_delete_block`` marks empty-payload deletes (v6);
+    ``ordering`` holds the ordering value(s) as stored, nulls included (the merge compares a null as its type's
+    zero); ``is_delete`` marks deletes (delete blocks, ``_hoodie_is_deleted``, ``_hoodie_operation`` D/-U);
+    ``commit_time_delete`` marks deletes carrying the default ordering value (:func:`commit_time_deletes`);
+    ``from_delete_block`` marks delete-block deletes (empty payloads);
     ``absent`` maps a column to the rows whose block did not carry it (partial updates); ``instants`` holds
     each record's block instant.
     """
@@ -84,13 +96,60 @@ class Folded:
     first_seen: np.ndarray  # record index of the key's first version (output order of log-only inserts)
 
 
+def ordering_zero(t: pa.DataType) -> pa.Scalar:
+    """The value a null ordering value of type ``t`` compares as (module docstring): its type's zero.
+
+    Built per type, because casting the integer 0 does not fit every type (an int64 cast to decimal(3, 1)
+    needs precision 20).
+    """
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.scalar("", t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.scalar(b"", t)
+    if pa.types.is_boolean(t):
+        return pa.scalar(False, t)
+    if pa.types.is_decimal(t):
+        return pa.scalar(decimal.Decimal(0), t)
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return pa.scalar(0, t)
+    if pa.types.is_date32(t) or pa.types.is_time32(t):
+        return pa.scalar(0, pa.int32()).cast(t)
+    if pa.types.is_temporal(t):  # date64, time64, timestamps, durations: int64 underneath
+        return pa.scalar(0, pa.int64()).cast(t)
+    raise UnsupportedTableError(f"an ordering field of type {t} has no natural order to merge by")
+
+
+def fill_ordering(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``col`` (one ordering field) with nulls replaced by the type's zero, as the merge compares it."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return pc.fill_null(arr, ordering_zero(arr.type)) if arr.null_count else arr
+
+
+def commit_time_deletes(is_delete: np.ndarray, ordering: list[pa.Array]) -> np.ndarray:
+    """Which of the data-block deletes (``_hoodie_is_deleted``, ``_hoodie_operation``) are commit-time deletes.
+
+    Hudi 1.x: ``BufferedRecord.isCommitTimeOrderingDelete`` is ``isDelete && orderingValue.equals(0)`` with the
+    boxed Integer 0, and a null ordering field becomes that Integer 0 (``RecordContext.getOrderingValue``). So a
+    delete whose (single) ordering value is null, or 0 in an int field, wins by commit time; a long 0 is not
+    ``Integer.equals``-equal, and several ordering fields make an ``ArrayComparable``, which never is.
+    """
+    if len(ordering) != 1:
+        return np.zeros(len(is_delete), dtype=bool)
+    col = ordering[0]
+    default = pc.is_null(col)
+    if pa.types.is_int32(col.type):
+        default = pc.or_(default, pc.fill_null(pc.equal(col, 0), False))
+    return is_delete & default.to_numpy(zero_copy_only=False)
+
+
 def _greater(a: list[pa.Array], b: list[pa.Array]) -> np.ndarray:
-    """Lexicographic ``a > b`` over ordering fields."""
+    """Lexicographic ``a > b`` over ordering fields, a null comparing as its type's zero."""
     gt = np.zeros(len(a[0]) if a else 0, dtype=bool)
     eq = np.ones_like(gt)
     for x, y in zip(a, b):
-        gt |= eq & pc.fill_null(pc.greater(x, y), False).to_numpy(zero_copy_only=False)
-        eq &= pc.fill_null(pc.equal(x, y), False).to_numpy(zero_copy_only=False)
+        x, y = fill_ordering(x), fill_ordering(y)
+        gt |= eq & pc.greater(x, y).to_numpy(zero_copy_only=False)
+        eq &= pc.equal(x, y).to_numpy(zero_copy_only=False)
     return gt
 
 
@@ -103,16 +162,22 @@ def _keep_newer(rules: MergeRules, log: LogRecords, old: np.ndarray, new: np.nda
     if not rules.event_time and not rules.legacy_payload:
         return np.ones(len(new), dtype=bool)
     old_gt_new = _greater(_take(log.ordering, old), _take(log.ordering, new))
-    new_del, new_ctd = log.is_delete[new], log.commit_time_delete[new]
-    old_del, old_ctd = log.is_delete[old], log.commit_time_delete[old]
+    new_block, new_ctd = log.from_delete_block[new], log.commit_time_delete[new]
+    old_block, old_ctd = log.from_delete_block[old], log.commit_time_delete[old]
     if rules.legacy_payload:
-        # preCombine: a record replaces a delete ("natural order for delete record") or an equal/smaller one;
-        # a delete loses only to a strictly larger ordering value, and never when it is a commit-time delete
-        return np.where(new_del, new_ctd | ~old_gt_new, old_del | ~old_gt_new)
-    # 1.x BufferedRecordMerger: commit-time deletes win both ways; otherwise ties go to the newer version
-    record_wins = old_ctd | ~old_gt_new
-    delete_wins = ~old_ctd & (new_ctd | ~old_gt_new)
-    return np.where(new_del, delete_wins, record_wins)
+        # 0.x HoodieMergedLogRecordScanner. A delete-block delete (processNextDeletedRecord) keeps the current
+        # version only when its ordering value is not Integer 0 and the current one is strictly larger. A data
+        # record, ``_hoodie_is_deleted`` ones included, is preCombined (OverwriteWithLatestAvroPayload.preCombine):
+        # it replaces an empty-payload (delete-block) version whatever the ordering ("natural order for delete
+        # record"), otherwise an equal or smaller one.
+        return np.where(new_block, new_ctd | ~old_gt_new, old_block | ~old_gt_new)
+    # 1.x BufferedRecordMergerFactory. A delete-block delete (deltaMergeDeleteRecord) never replaces a
+    # commit-time delete and otherwise wins unless the current version is strictly larger; any other version,
+    # data-block deletes included (shouldKeepNewerRecord), wins when either side is a commit-time delete or
+    # when its ordering value is equal or larger.
+    block_delete_wins = ~old_ctd & (new_ctd | ~old_gt_new)
+    record_wins = new_ctd | old_ctd | ~old_gt_new
+    return np.where(new_block, block_delete_wins, record_wins)
 
 
 def fold_log_records(log: LogRecords, rules: MergeRules) -> Folded:
@@ -234,9 +299,12 @@ def _log_wins(rules: MergeRules, log: LogRecords, rec: np.ndarray, base_ordering
         return np.zeros(0, dtype=bool)
     if rules.log_always_wins or not (rules.event_time or rules.legacy_payload) or not base_ordering:
         return np.ones(len(rec), dtype=bool)
-    base_gt_log = _greater(_take(base_ordering, rows), _take(log.ordering, rec))
+    stored = _take(base_ordering, rows)
+    base_gt_log = _greater(stored, _take(log.ordering, rec))
     if rules.legacy_payload:
-        # combineAndGetUpdateValue: an empty (delete-block) payload always deletes; otherwise keep the base
-        # only when its ordering value is strictly larger
-        return log.from_delete_block[rec] | ~base_gt_log
+        # DefaultHoodieRecordPayload.combineAndGetUpdateValue: an empty (delete-block) payload always deletes;
+        # otherwise the stored row stays only when its ordering value is non-null and strictly larger
+        # (needUpdatingPersistedRecord)
+        return log.from_delete_block[rec] | ~_valid(stored[0]) | ~base_gt_log
+    # 1.x EventTimeRecordMerger.finalMerge = shouldKeepNewerRecord(base, log)
     return log.commit_time_delete[rec] | ~base_gt_log

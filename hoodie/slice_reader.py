@@ -15,11 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import InvalidTableContentError
 from .config import OVERWRITE_WITH_LATEST, TableConfig
 from .fs_view import FileSlice
 from .logfile.blocks import decode_data_block, decode_delete_block
 from .logfile.format import BlockType, HeaderKey, LogBlock
-from .merge import LogRecords, MergeRules, merge_with_base
+from .merge import LogRecords, MergeRules, commit_time_deletes, merge_with_base
 from .scanner import InstantRange, ScanStats, scan_blocks
 from .spill import DEFAULT_BUDGET_BYTES, SpillBuffer
 from .table import COMMIT_TIME, IS_DELETED, OPERATION, RECORD_KEY, HudiTable
@@ -75,14 +76,8 @@ class SliceRead:
         return pc.binary_join_element_wise(*parts, ",").combine_chunks()
 
     def ordering_arrays(self, t: pa.Table) -> list[pa.Array]:
-        out = []
-        for f in self.table.config.ordering_fields:
-            if f not in t.column_names:
-                continue
-            col = t.column(f).combine_chunks()
-            default = "" if pa.types.is_string(col.type) else 0
-            out.append(pc.fill_null(col, pa.scalar(default).cast(col.type)))
-        return out
+        """The ordering field columns of ``t`` as stored, nulls included (the merge decides how they compare)."""
+        return [t.column(f).combine_chunks() for f in self.table.config.ordering_fields if f in t.column_names]
 
 
 def read_slice(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None) -> pa.Table:
@@ -186,18 +181,20 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
     for block in blocks:
         if block.type is BlockType.DELETE:
             t, d, c = _delete_table(req, block)
+            o = req.ordering_arrays(t)
             from_block.append(np.ones(t.num_rows, bool))
         else:
             raw = decode_data_block(block, columns=schema.names)
             t = align(raw, schema)
             d = _deleted_flags(raw)
-            c = np.zeros(t.num_rows, bool)
+            o = req.ordering_arrays(t)
+            c = commit_time_deletes(d, o)
             from_block.append(np.zeros(t.num_rows, bool))
             if block.header.get(HeaderKey.IS_PARTIAL, "").lower() == "true":
                 partial_rows.append((offset, t.num_rows, set(raw.column_names)))
         buffer.append(t)
         keys.append(req.key_array(t))
-        ordering.append(req.ordering_arrays(t))
+        ordering.append(o)
         is_delete.append(d)
         ctd.append(c)
         sizes.append(t.num_rows)
@@ -249,6 +246,20 @@ def _delete_table(req: SliceRead, block: LogBlock) -> tuple[pa.Table, np.ndarray
         if name in req.schema.names:
             ftype = req.schema.field(name).type
             values = [None if is_ct else v for v, is_ct in zip(dr.ordering_values, dr.ordering_is_commit_time)]
-            cols[name] = pa.array(values).cast(ftype) if any(v is not None for v in values) else pa.nulls(n, ftype)
+            cols[name] = _delete_ordering(block, name, values, ftype)
     t = align(pa.table(cols) if cols else pa.table({"_": pa.nulls(n)}), req.schema)
     return t, np.ones(n, bool), np.asarray(dr.ordering_is_commit_time, dtype=bool)
+
+
+def _delete_ordering(block: LogBlock, name: str, values: list, ftype: pa.DataType) -> pa.Array:
+    """A delete block's ordering values as the ordering field's type, so that the merge compares them with the
+    records' values in that type's order (Hudi compares the unwrapped Java values with the records').
+
+    The cast is a safe one: a value the field cannot hold (a decimal past its precision, a timestamp finer than
+    its unit, an int64 past int32) is an error naming the block, never a rounded or wrapped value.
+    """
+    try:
+        return pa.array(values).cast(ftype)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        raise InvalidTableContentError(f"{block.where()}: delete ordering values of {name!r} do not fit its type "
+                                       f"{ftype}: {e}") from None

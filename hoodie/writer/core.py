@@ -24,7 +24,7 @@ from ..config import DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST, MergeMode, TableCon
 from ..fs_view import FileSlice, parse_log_file
 from ..logfile.format import COMMIT_TIME_DELETE, CONTENT_VERSION, BlockType, HeaderKey, Ordering, make_log_file_name
 from ..logfile.writer import encode_block, encode_delete_block
-from ..merge import LogRecords, merge_with_base
+from ..merge import LogRecords, commit_time_deletes, fill_ordering, merge_with_base
 from ..slice_reader import SliceRead, align, merge_rules
 from ..storage import Storage
 from ..table import IS_DELETED, HudiTable
@@ -261,9 +261,7 @@ class HudiWriter:
         sort_keys = [np.arange(n)]
         for f in reversed(self.config.ordering_fields):
             if f in t.column_names:
-                col = t.column(f).combine_chunks()
-                default = "" if pa.types.is_string(col.type) else 0
-                col = pc.fill_null(col, pa.scalar(default).cast(col.type))
+                col = fill_ordering(t.column(f))
                 sort_keys.append(pc.rank(col, sort_keys="ascending", tiebreaker="dense")
                                  .to_numpy(zero_copy_only=False))
         sort_keys.append(codes)
@@ -581,13 +579,15 @@ class HudiWriter:
                    instant: str, task: int, file_name: str) -> pa.Table:
         """Base rows merged with incoming records and deletes under the table's merge rules (the reader's
         :func:`hoodie.merge.merge_with_base`, so writer and reader can never disagree)."""
+        req = SliceRead(table, self.arrow_schema, None)
         parts, flags = [], []
         if records is not None and records.num_rows:
             rows = self.with_meta(records, instant, task, file_name)
             parts.append(rows)
             deleted = (pc.fill_null(rows.column(IS_DELETED), False).to_numpy(zero_copy_only=False)
                        if IS_DELETED in rows.column_names else np.zeros(rows.num_rows, bool))
-            flags.append((deleted, np.zeros(rows.num_rows, bool), np.zeros(rows.num_rows, bool)))
+            flags.append((deleted, commit_time_deletes(deleted, req.ordering_arrays(rows)),
+                          np.zeros(rows.num_rows, bool)))
         if deletes is not None and deletes.num_rows:
             n = deletes.num_rows
             cols = {"_hoodie_record_key": deletes.column(_KEY), "_hoodie_partition_path": deletes.column(_PART)}
@@ -595,12 +595,12 @@ class HudiWriter:
                 if name in self.data_schema.names:
                     cols[name] = deletes.column(name)
             parts.append(align(pa.table(cols), self.arrow_schema))
-            ordered = [v is not COMMIT_TIME_DELETE for v in self.delete_ordering_values(deletes)]
-            flags.append((np.ones(n, bool), ~np.array(ordered, bool), np.ones(n, bool)))
+            # as the reader decodes the block: IntWrapper 0 (also an int field's own 0) is a commit-time delete
+            by_commit_time = [v == COMMIT_TIME_DELETE for v in self.delete_ordering_values(deletes)]
+            flags.append((np.ones(n, bool), np.array(by_commit_time, bool), np.ones(n, bool)))
         if not parts:
             return base
         incoming = pa.concat_tables(parts)
-        req = SliceRead(table, self.arrow_schema, None)
         log_records = LogRecords(table=incoming, keys=req.key_array(incoming), ordering=req.ordering_arrays(incoming),
                                  is_delete=np.concatenate([f[0] for f in flags]),
                                  commit_time_delete=np.concatenate([f[1] for f in flags]),

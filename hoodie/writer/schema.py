@@ -61,7 +61,8 @@ def _avro_type(t: pa.DataType, name: str, namespace: str) -> object:
     if pa.types.is_date(t):
         return {"type": "int", "logicalType": "date"}
     if pa.types.is_timestamp(t):
-        return {"type": "long", "logicalType": "timestamp-micros"}
+        # Spark has only microseconds; a column of whole milliseconds keeps its unit (Avro timestamp-millis)
+        return {"type": "long", "logicalType": "timestamp-millis" if t.unit in ("s", "ms") else "timestamp-micros"}
     if pa.types.is_struct(t):
         inner = f"{namespace}.{name}"
         return {"type": "record", "name": name, "namespace": namespace,

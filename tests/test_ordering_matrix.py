@@ -1,0 +1,330 @@
+"""Ordering matrix: every Avro type an ordering field can have, written by our writer, merged by our reader,
+checked against a small independent model of Hudi's merge rules.
+
+The matrix is table version (6, 9) × merge mode (commit time, event time) × ordering type (int, long, float,
+double, string, decimal of several precisions and scales, date, timestamp-millis, timestamp-micros). Each table
+is one Merge-On-Read file group whose keys each play one scenario: a base-file version (or none) followed by
+two rounds of one operation each — an upsert, a ``_hoodie_is_deleted`` upsert (a delete in a data block) or a
+delete (a delete block carrying the ordering value) — with a null, low, middle or high ordering value; every
+combination is a key (5 × 13 × 13 = 845). The table is read after those rounds, compacted and read again, and
+then every key gets one more operation on top of the compacted base file.
+
+The model (:class:`Rules`, plain Python over one key's versions) is written from Hudi's source, not from
+``hoodie/merge.py``:
+
+* Delta merge (log versions in order), 1.x ``BufferedRecordMergerFactory`` (table v9): commit-time ordering
+  keeps the newer version. Event-time ordering: a data record, ``_hoodie_is_deleted`` ones included, replaces
+  the current version when either is a commit-time delete or when its ordering value is equal or larger
+  (``shouldKeepNewerRecord``); a delete-block delete never replaces a commit-time delete and otherwise wins
+  unless the current value is strictly larger (``deltaMergeDeleteRecord``).
+* Delta merge, 0.x ``HoodieMergedLogRecordScanner`` (table v6, both payloads): a delete-block delete loses only
+  when it is not a commit-time delete and the current value is strictly larger (``processNextDeletedRecord``);
+  a data record replaces a delete-block version whatever the ordering and otherwise an equal or smaller one
+  (``OverwriteWithLatestAvroPayload.preCombine``: "natural order for delete record") — also with
+  ``OverwriteWithLatestAvroPayload``, the commit-time payload of v6, whose quirk is that logs still order by the
+  precombine field.
+* Final merge (base row vs the folded log version): commit-time ordering and v6 ``OverwriteWithLatestAvroPayload``
+  let the log win; v9 event time lets it win when it is a commit-time delete or its value is equal or larger
+  (``EventTimeRecordMerger.finalMerge``); v6 ``DefaultHoodieRecordPayload`` when it is a delete-block delete,
+  the stored value is null, or the stored value is not strictly larger (``combineAndGetUpdateValue`` /
+  ``needUpdatingPersistedRecord``).
+* A commit-time delete is a delete whose ordering value is Hudi's default, the boxed ``Integer`` 0
+  (``OrderingValues.isDefault``, ``BufferedRecord.isCommitTimeOrderingDelete``): a delete-block entry with a
+  null or ``IntWrapper`` 0 value — so a delete of an *int* ordering field with value 0, but not a long 0 — and a
+  ``_hoodie_is_deleted`` record whose ordering value is null (``RecordContext.getOrderingValue`` makes it the
+  default) or an int 0. Our writer's deletes on commit-time tables carry no ordering value (``IntWrapper`` 0).
+* Ordering values compare in the natural order of their logical type; a null compares as its type's zero
+  (1.0's ``castValue(0, type)``; see ``hoodie/merge.py`` for why, and for the v6 stored-null exception above).
+
+What the model deliberately does not follow: engine-specific Java class mismatches, where Hudi sees the delete's
+unwrapped value and the record's value as different classes (``OrderingValues.isSameClass`` false → the delete
+wins without a comparison; e.g. 0.x compares a decimal record's raw Avro ``GenericFixed`` with the delete's
+``BigDecimal``) or compares raw bytes (0.x ``GenericData.Fixed.compareTo`` orders negative decimals above
+positive ones in the log scanner). Those vary between engines and Hudi versions; the reader compares values.
+
+The writer's own decisions are modelled too: the first write creates the base file, later new keys go to the
+log of the same file group, and deletes (either kind) of a key never written are dropped (its record index keeps
+deleted keys, so a key once written always gets its later operations).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from hudi_streaming import hoodie
+from hudi_streaming.errors import InvalidTableContentError
+from hudi_streaming.hoodie.writer import HudiWriter, create_table
+
+UTC = dt.timezone.utc
+
+
+@dataclass(frozen=True)
+class OrderingType:
+    """One ordering field type: three values in ascending order and the zero a null compares as."""
+
+    name: str
+    arrow: pa.DataType
+    values: tuple[Any, Any, Any]
+    zero: Any
+
+    @property
+    def is_int(self) -> bool:
+        """An Avro ``int`` field: its 0 is Hudi's default ordering value ``Integer(0)`` itself."""
+        return pa.types.is_int32(self.arrow)
+
+
+def _ts(*args: int) -> dt.datetime:
+    return dt.datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+
+
+# Numbers straddle zero (a null sits between the low and the middle value); strings start at the empty string, a
+# null's zero; decimals fill their precision (the large one as far as Hudi's DecimalWrapper(30, 15) of a delete
+# holds); floats are exact in float32; timestamps before and after the epoch, whole milliseconds for millis.
+TYPES = [
+    OrderingType("int", pa.int32(), (-7, 0, 2_000_000_000), 0),
+    OrderingType("long", pa.int64(), (-(2 ** 40), 0, 2 ** 62), 0),
+    OrderingType("float", pa.float32(), (-1.5, 0.0, 3.25), 0.0),
+    OrderingType("double", pa.float64(), (-1e300, 0.0, 2.5e-300), 0.0),
+    OrderingType("string", pa.string(), ("", "b", "bé"), ""),
+    OrderingType("decimal(3,1)", pa.decimal128(3, 1), (Decimal("-99.9"), Decimal("0.0"), Decimal("12.5")),
+                 Decimal(0)),
+    OrderingType("decimal(5,0)", pa.decimal128(5, 0), (Decimal("-1"), Decimal("0"), Decimal("99999")), Decimal(0)),
+    OrderingType("decimal(10,4)", pa.decimal128(10, 4), (Decimal("-0.0001"), Decimal("0"), Decimal("999999.9999")),
+                 Decimal(0)),
+    OrderingType("decimal(38,10)", pa.decimal128(38, 10),
+                 (Decimal("-123456789012345.0000000001"), Decimal("0"), Decimal("987654321098765.1234567891")),
+                 Decimal(0)),
+    OrderingType("date", pa.date32(), (dt.date(1969, 7, 20), dt.date(1970, 1, 1), dt.date(2024, 2, 29)),
+                 dt.date(1970, 1, 1)),
+    OrderingType("timestamp-millis", pa.timestamp("ms", tz="UTC"),
+                 (_ts(1969, 12, 31, 23, 59, 59, 999000), _ts(1970, 1, 1), _ts(2024, 5, 1, 12, 0, 0, 123000)),
+                 _ts(1970, 1, 1)),
+    OrderingType("timestamp-micros", pa.timestamp("us", tz="UTC"),
+                 (_ts(1969, 12, 31, 23, 59, 59, 999999), _ts(1970, 1, 1), _ts(2024, 5, 1, 12, 0, 0, 1)),
+                 _ts(1970, 1, 1)),
+]
+
+
+# -- the model ----------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Op:
+    """One write of a key: ``upsert``, ``soft`` (upsert with ``_hoodie_is_deleted``) or ``delete``; ``rank`` is
+    the index of its ordering value in :attr:`OrderingType.values`, None for a null."""
+
+    kind: str
+    rank: int | None
+
+    def __str__(self) -> str:
+        return f"{self.kind}({'null' if self.rank is None else 'abc'[self.rank]})"
+
+
+RANKS = (None, 0, 1, 2)
+BASE_OPS: list[Op | None] = [None, *(Op("upsert", r) for r in RANKS)]
+OPS: list[Op | None] = [None, *(Op(k, r) for k in ("upsert", "soft", "delete") for r in RANKS)]
+
+
+@dataclass(frozen=True)
+class Version:
+    """One stored version of a key: ``record`` (a data record), ``soft`` (a ``_hoodie_is_deleted`` record) or
+    ``block`` (a delete-block entry)."""
+
+    kind: str
+    value: Any  # ordering value, None for null
+    instant: str
+    v: str | None  # payload column
+
+
+class Rules:
+    """Hudi's merge rules for one key (module docstring), as plain comparisons of Python values."""
+
+    def __init__(self, version: int, event_time: bool, otype: OrderingType):
+        self.version, self.event_time, self.otype = version, event_time, otype
+
+    def _key(self, value: Any) -> Any:
+        return self.otype.zero if value is None else value
+
+    def _gt(self, a: Version, b: Version) -> bool:
+        return self._key(a.value) > self._key(b.value)
+
+    def commit_time_delete(self, ver: Version) -> bool:
+        if ver.kind == "record":
+            return False
+        if ver.kind == "block" and not self.event_time:
+            return True  # the writer's deletes on commit-time tables carry IntWrapper 0
+        return ver.value is None or (self.otype.is_int and ver.value == 0)
+
+    def newer_replaces(self, old: Version, new: Version) -> bool:
+        """Delta merge: does log version ``new`` replace the current ``old``?"""
+        ctd = self.commit_time_delete
+        if self.version == 6:
+            if new.kind == "block":
+                return ctd(new) or not self._gt(old, new)
+            return old.kind == "block" or not self._gt(old, new)
+        if not self.event_time:
+            return True
+        if new.kind == "block":
+            return not ctd(old) and (ctd(new) or not self._gt(old, new))
+        return ctd(new) or ctd(old) or not self._gt(old, new)
+
+    def log_wins(self, base: Version, log: Version) -> bool:
+        """Final merge: does the folded log version replace the base row?"""
+        if not self.event_time:
+            return True
+        if self.version == 6:
+            return log.kind == "block" or base.value is None or not self._gt(base, log)
+        return self.commit_time_delete(log) or not self._gt(base, log)
+
+    def live(self, base: Version | None, log: list[Version]) -> Version | None:
+        """The key's visible record after merging its base row with its log versions, None when deleted."""
+        folded = None
+        for ver in log:
+            folded = ver if folded is None or self.newer_replaces(folded, ver) else folded
+        result = base if folded is None else folded if base is None or self.log_wins(base, folded) else base
+        return result if result is not None and result.kind == "record" else None
+
+
+class FileGroupModel:
+    """The file group as the writer leaves it: each key's base row and log versions, and which keys it knows."""
+
+    def __init__(self, rules: Rules):
+        self.rules = rules
+        self.base: dict[str, Version] = {}
+        self.log: dict[str, list[Version]] = {}
+        self.known: set[str] = set()
+
+    def write(self, key: str, op: Op, value: Any, instant: str, v: str, first: bool) -> None:
+        if op.kind != "upsert" and key not in self.known:
+            return  # a delete of a key never written is dropped
+        self.known.add(key)
+        ver = Version({"upsert": "record", "soft": "soft", "delete": "block"}[op.kind], value, instant,
+                      None if op.kind == "delete" else v)
+        if first:
+            self.base[key] = ver
+        else:
+            self.log.setdefault(key, []).append(ver)
+
+    def snapshot(self) -> dict[str, tuple]:
+        out = {}
+        for key in self.known:
+            live = self.rules.live(self.base.get(key), self.log.get(key, []))
+            if live is not None:
+                out[key] = (live.value, live.v, live.instant)
+        return out
+
+    def compact(self) -> None:
+        """The compacted base file holds the live records; the log is empty."""
+        snap = self.snapshot()
+        self.base = {k: Version("record", o, t, v) for k, (o, v, t) in snap.items()}
+        self.log = {}
+
+
+# -- running one table --------------------------------------------------------------------------------------------
+
+def scenarios() -> list[tuple[str, list[Op | None]]]:
+    """Keys and their operations per round: base × round 1 × round 2 exhaustively, round 3 spread over all ops."""
+    plans = []
+    for i, (b, r1, r2) in enumerate(itertools.product(BASE_OPS, OPS, OPS)):
+        plans.append((f"k{i:04d}", [b, r1, r2, OPS[(5 * i + 3) % len(OPS)]]))
+    return plans
+
+
+def write_round(w: HudiWriter, model: FileGroupModel, otype: OrderingType, plans, rnd: int) -> None:
+    """Round ``rnd``: one upsert instant (upserts and ``_hoodie_is_deleted`` upserts), then one delete instant."""
+    ups, dels = [], []
+    for key, ops in plans:
+        op = ops[rnd]
+        if op is None:
+            continue
+        value = None if op.rank is None else otype.values[op.rank]
+        (dels if op.kind == "delete" else ups).append((key, op, value))
+    schema = w.data_schema
+    label = f"r{rnd}"
+    rows = [{"k": k, "o": val, "v": f"{label}:{k}", "_hoodie_is_deleted": op.kind == "soft"} for k, op, val in ups]
+    instant = w.upsert(pa.Table.from_pylist(rows, schema=schema))
+    for k, op, val in ups:
+        model.write(k, op, val, instant, f"{label}:{k}", first=rnd == 0)
+    if dels:
+        keys = [k for k, _, _ in dels]
+        instant = w.delete(pa.table({"k": keys, "o": pa.array([val for _, _, val in dels], otype.arrow)}))
+        for k, op, val in dels:
+            model.write(k, op, val, instant, "", first=rnd == 0)
+
+
+def assert_matches(path: str, model: FileGroupModel, plans, what: str) -> None:
+    got = {r["k"]: (r["o"], r["v"], r["_hoodie_commit_time"])
+           for r in hoodie.read_table(path, columns=["k", "o", "v", "_hoodie_commit_time"]).to_pylist()}
+    expected = model.snapshot()
+    if got == expected:
+        return
+    ops = dict(plans)
+    wrong = sorted(k for k in got.keys() | expected.keys() if got.get(k) != expected.get(k))
+    lines = [f"  {k} {' '.join(map(str, ops[k]))}: got {got.get(k)}, model {expected.get(k)}" for k in wrong[:12]]
+    raise AssertionError(f"{what}: {len(wrong)} of {len(expected)} keys differ from the model\n" + "\n".join(lines))
+
+
+MATRIX = [pytest.param(version, mode, otype, id=f"v{version}-{mode.split('_')[0].lower()}-{otype.name}")
+          for version in (9, 6) for mode in ("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING") for otype in TYPES]
+
+
+@pytest.mark.parametrize("version, mode, otype", MATRIX)
+def test_ordering_matrix(tmp_path, version, mode, otype):
+    """Every scenario of one ordering type on one table version and merge mode agrees with the model, before
+    and after compaction and on top of the compacted base file."""
+    path = str(tmp_path / "t")
+    schema = pa.schema([("k", pa.string()), ("o", otype.arrow), ("v", pa.string()),
+                        ("_hoodie_is_deleted", pa.bool_())])
+    w = create_table(path, "ord", schema, "k", (), "o", version=version, merge_mode=mode)
+    avro_type = next(f["type"][1] for f in w.avro["fields"] if f["name"] == "o")
+    if otype.name.startswith("timestamp"):  # the field has the named Avro type (read back as micros either way)
+        assert avro_type["logicalType"] == otype.name
+    model = FileGroupModel(Rules(version, mode == "EVENT_TIME_ORDERING", otype))
+    plans = scenarios()
+    for rnd in range(3):
+        write_round(w, model, otype, plans, rnd)
+    assert_matches(path, model, plans, "base file + two rounds of logs")
+    w.compact()
+    model.compact()
+    assert_matches(path, model, plans, "compacted")
+    write_round(w, model, otype, plans, 3)
+    assert_matches(path, model, plans, "compacted base + one round of logs")
+
+
+# -- ordering values a type cannot hold ---------------------------------------------------------------------------
+
+def _decimal_table(path: str, precision: int, scale: int) -> tuple[HudiWriter, pa.Schema]:
+    schema = pa.schema([("k", pa.string()), ("o", pa.decimal128(precision, scale)), ("v", pa.string())])
+    return create_table(path, "dec", schema, "k", (), "o"), schema
+
+
+def test_delete_ordering_value_the_field_cannot_hold_is_an_error(tmp_path, monkeypatch):
+    """A delete block whose ordering value does not fit the field's type (here 1234.5 for a decimal(3,1)) is
+    reported, naming the block, instead of being rounded, wrapped or crashing inside Arrow."""
+    path = str(tmp_path / "t")
+    w, schema = _decimal_table(path, 3, 1)
+    w.upsert(pa.Table.from_pylist([{"k": "a", "o": Decimal("1.5"), "v": "x"}], schema=schema))
+    # Hudi itself could write it: DecimalWrapper is decimal(30, 15) whatever the field's precision
+    monkeypatch.setattr(HudiWriter, "delete_ordering_values", lambda self, d: [Decimal("1234.5")])
+    w.delete(pa.table({"k": ["a"], "o": pa.array([Decimal("1.0")], pa.decimal128(3, 1))}))
+    with pytest.raises(InvalidTableContentError, match=r"\.log\.1.*delete ordering values of 'o'.*decimal128\(3, 1\)"):
+        hoodie.read_table(path)
+
+
+def test_delete_ordering_value_past_decimal_wrapper_is_refused(tmp_path):
+    """A delete's decimal ordering value travels as DecimalWrapper, decimal(30, 15): a decimal(38,10) value with
+    more than 15 integer digits cannot be written, as in Hudi (``tryUpcastDecimal`` throws
+    ``AvroTypeException``), and the failed write leaves the table as it was."""
+    path = str(tmp_path / "t")
+    w, schema = _decimal_table(path, 38, 10)
+    big = Decimal("1234567890123456.5")  # 16 integer digits: fits decimal(38,10), not decimal(30,15)
+    w.upsert(pa.Table.from_pylist([{"k": "a", "o": big, "v": "x"}], schema=schema))
+    before = hoodie.read_table(path, columns=["k", "o", "v"]).to_pylist()
+    with pytest.raises(ValueError, match="does not fit DecimalWrapper"):
+        w.delete(pa.table({"k": ["a"], "o": pa.array([big + 1], pa.decimal128(38, 10))}))
+    assert hoodie.read_table(path, columns=["k", "o", "v"]).to_pylist() == before

@@ -224,8 +224,9 @@ class TableConfig(BaseModel):
         layout = int(layout_text)
         timeline_path = _folder(props, "hoodie.timeline.path", "timeline", where)
         create_schema = props.get("hoodie.table.create.schema") or None
-        if create_schema is not None:
-            _check_schema(create_schema, where)
+        problem = record_schema_problem(create_schema) if create_schema is not None else None
+        if problem is not None:
+            raise CorruptFileError(f"{where}: hoodie.table.create.schema {problem}")
         return cls(
             name=need("hoodie.table.name"),
             database=props.get("hoodie.database.name") or None,
@@ -267,14 +268,17 @@ def _folder(props: dict[str, str], key: str, default: str, where: str) -> str:
     return value
 
 
-def _check_schema(schema: str, where: str) -> None:
-    """``hoodie.table.create.schema`` is the table's Avro schema until a commit carries one: a JSON object."""
+def record_schema_problem(schema: str) -> str | None:
+    """Why ``schema`` is not what Hudi stores as a table's or a commit's schema (an Avro record schema, as
+    JSON), or None. Checked where the text is read, so the error can name the file it came from; every later
+    ``json.loads`` of it then reads a record."""
     try:
         parsed = json.loads(schema)
-    except (ValueError, RecursionError) as e:
-        raise CorruptFileError(f"{where}: hoodie.table.create.schema is not JSON ({e})") from None
-    if not isinstance(parsed, dict):
-        raise CorruptFileError(f"{where}: hoodie.table.create.schema is not a JSON object: {_short(schema)}")
+    except (ValueError, RecursionError) as e:  # not JSON, or nested too deep
+        return f"is not JSON ({e})"
+    if not isinstance(parsed, dict) or parsed.get("type") != "record" or not isinstance(parsed.get("fields"), list):
+        return f"is not an Avro record schema: {_short(schema)}"
+    return None
 
 
 def _infer_merge_mode(props: dict[str, str], version: int, payload: str | None, ordering: list[str],

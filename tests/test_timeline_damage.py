@@ -206,7 +206,9 @@ METADATA_DAMAGE = [
      "at extraMetadata: the writer schema is not JSON (Expecting property name enclosed in double quotes: "
      "line 1 column 2 (char 1))"),
     (json.dumps({"extraMetadata": {"schema": "[1, 2]"}}).encode(), CorruptFileError,
-     "the writer schema is not a JSON object: '[1, 2]'"),
+     "the writer schema is not an Avro record schema: '[1, 2]'"),
+    (json.dumps({"extraMetadata": {"schema": '{"type": "record", "fields": 5}'}}).encode(), CorruptFileError,
+     """the writer schema is not an Avro record schema: '{"type": "record", "fields": 5}'"""),
 ]
 
 

@@ -24,6 +24,7 @@ import fastavro
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ...errors import CorruptFileError, InvalidTableContentError
+from ..config import record_schema_problem
 from ..storage import safe_relpath
 
 AVRO_MAGIC = b"Obj\x01"
@@ -143,17 +144,12 @@ class CommitMetadata(BaseModel):
 
     @field_validator("extra_metadata")
     @classmethod
-    def _schema_is_json(cls, v: dict[str, str | None]) -> dict[str, str | None]:
-        """Checked here, once per file, so every later ``json.loads`` of the schema (the table's Arrow schema,
-        the stream's schema check) reads a JSON object, and a damaged one is reported with its file."""
-        schema = v.get("schema")
-        if schema:
-            try:
-                parsed = json.loads(schema)
-            except (ValueError, RecursionError) as e:
-                raise ValueError(f"the writer schema is not JSON ({e})") from None
-            if not isinstance(parsed, dict):
-                raise ValueError(f"the writer schema is not a JSON object: {_short(schema)}")
+    def _schema_is_a_record(cls, v: dict[str, str | None]) -> dict[str, str | None]:
+        """Checked once per file, so the table's Arrow schema and the stream's schema check read a record, and
+        a damaged schema is reported with its file."""
+        problem = record_schema_problem(v["schema"]) if v.get("schema") else None
+        if problem is not None:
+            raise ValueError(f"the writer schema {problem}")
         return v
 
     @property

@@ -22,6 +22,18 @@ _BASE_FILE = re.compile(r"^([^_]+)_([^_]+)_(\d+)\.(parquet|orc|hfile|lance)$")
 PARTITION_METAFILE_PREFIX = ".hoodie_partition_metadata"
 
 
+def is_checksum_file(name: str) -> bool:
+    """Whether ``name`` is a Hadoop checksum file (``.<file>.crc``), which Hudi never sees.
+
+    Hadoop's local file system writes one beside every file (``ChecksumFileSystem.getChecksumFile``), so tables
+    written or copied on a laptop have them, and its listings hide them (``ChecksumFileSystem.isChecksumFile``:
+    a name starting with ``.`` and ending in ``.crc``). Hudi relies on that: ``..<log file>.crc`` matches its
+    unanchored log-file pattern, and would otherwise become a log file of a file group ``.<fileId>`` whose
+    bytes are all one corrupt block. Only the name counts, as in Hadoop.
+    """
+    return name.startswith(".") and name.endswith(".crc")
+
+
 @dataclass(frozen=True)
 class BaseFile:
     path: str
@@ -86,11 +98,12 @@ def parse_log_file(info: FileInfo) -> LogFile | None:
 
 
 def list_data_files(storage: Storage) -> list[FileInfo]:
-    """Every file below the table root outside ``.hoodie`` (one recursive listing, cheap on object stores)."""
+    """Every file below the table root outside ``.hoodie`` (one recursive listing, cheap on object stores),
+    without the Hadoop checksum files Hudi's own listings never show (:func:`is_checksum_file`)."""
     out = []
     for path, detail in storage.fs.find(storage.root, detail=True).items():
         rel = path[len(storage.root):].lstrip("/") if path.startswith(storage.root) else path
-        if rel.startswith(".hoodie/") or "/.hoodie/" in rel:
+        if rel.startswith(".hoodie/") or "/.hoodie/" in rel or is_checksum_file(posixpath.basename(rel)):
             continue
         mtime = detail.get("mtime")
         out.append(FileInfo(rel, int(detail.get("size") or 0), mtime))
@@ -101,13 +114,15 @@ class FileSystemView:
     """File groups of a table (or of the files some instants wrote), sliced by the timeline."""
 
     def __init__(self, config: TableConfig, timeline: Timeline, files: list[FileInfo]):
+        """``files`` may come from any listing (the monitor lists partitions itself): checksum files and
+        partition metafiles in it are skipped here, as Hudi's view never sees them."""
         self.config = config
         self.timeline = timeline
         self.groups: dict[tuple[str, str], list[FileSlice]] = {}
         base_files, log_files = [], []
         for info in files:
             name = posixpath.basename(info.path)
-            if name.startswith(PARTITION_METAFILE_PREFIX):
+            if name.startswith(PARTITION_METAFILE_PREFIX) or is_checksum_file(name):
                 continue
             if name.startswith("."):
                 lf = parse_log_file(info)

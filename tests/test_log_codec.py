@@ -11,9 +11,12 @@ import decimal
 import io
 import json
 import logging
+import posixpath
 import re
+import shutil
 import struct
 import zipfile
+import zlib
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,6 +28,8 @@ import pytest
 from conftest import FIXTURES, LOG_FILES, TABLE_ZIPS
 
 from hudi_streaming.errors import CorruptFileError, HudiStreamingError, UnsupportedTableError
+from hudi_streaming.hoodie import HudiTable, read_table
+from hudi_streaming.hoodie.fs_view import FileSystemView
 from hudi_streaming.hoodie.logfile.blocks import DeleteRecords, decode_data_block, decode_delete_block, read_hfile_cells
 from hudi_streaming.hoodie.logfile.format import (
     DELETE_RECORD_LIST_SCHEMA,
@@ -351,7 +356,7 @@ SYNTHETIC_ROWS = [
 
 
 def test_avro_data_block_round_trip():
-    extra = {HeaderKey.COMPACTED_BLOCK_TIMES: "001,002"}
+    extra = {HeaderKey.COMPACTED_BLOCK_TIMES: "20231231000000001,20231231000000002"}
     data = encode_avro_data_block(SYNTHETIC_ROWS, SYNTHETIC_SCHEMA, "20240101000000001", extra_header=extra)
     (block,) = iter_blocks(data, "mem")
     assert block.type is BlockType.AVRO_DATA and block.size == len(data)
@@ -469,9 +474,86 @@ def _only_corrupt(data: bytes) -> LogBlock:
     return block
 
 
-def test_framed_block_with_empty_maps_is_readable():
-    (block,) = iter_blocks(_framed(_inner()), "mem")
-    assert block.type is BlockType.COMMAND and block.header == {} and not block.is_rollback
+def _valid_header(block_type: BlockType) -> dict[HeaderKey, str]:
+    if block_type is BlockType.COMMAND:
+        return {HeaderKey.INSTANT_TIME: "20240101000000009", HeaderKey.COMMAND_BLOCK_TYPE: "0",
+                HeaderKey.TARGET_INSTANT_TIME: "20240101000000008"}
+    return {HeaderKey.INSTANT_TIME: "20240101000000009", HeaderKey.SCHEMA: SYNTHETIC_SCHEMA}
+
+
+def _corrupt_with_reason(data: bytes, path: str, reason: str, caplog) -> None:
+    """``data`` reads as exactly one CORRUPT block, and the warning about it says ``reason``."""
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        (block,) = iter_blocks(data, path)
+    assert block.is_corrupt and (block.offset, block.size) == (0, len(data))
+    (record,) = caplog.records
+    assert re.search(reason, record.getMessage()), record.getMessage()
+
+
+@pytest.mark.parametrize("block_type,header,reason", [
+    # Hudi's scanner would fail on the missing command type; we must not drop the deletes silently either
+    (BlockType.COMMAND, {HeaderKey.INSTANT_TIME: "20240101000000009", HeaderKey.SCHEMA: SYNTHETIC_SCHEMA},
+     "COMMAND block has header key.*SCHEMA"),
+    (BlockType.COMMAND, {}, "COMMAND block without header key.*COMMAND_BLOCK_TYPE"),
+    (BlockType.COMMAND, {**_valid_header(BlockType.COMMAND), HeaderKey.COMMAND_BLOCK_TYPE: "1"},
+     "COMMAND_BLOCK_TYPE is '1'"),
+    (BlockType.COMMAND, {**_valid_header(BlockType.COMMAND), HeaderKey.TARGET_INSTANT_TIME: "2024010100000000x"},
+     "TARGET_INSTANT_TIME is '2024010100000000x', not an instant time"),
+    (BlockType.AVRO_DATA, {HeaderKey.SCHEMA: SYNTHETIC_SCHEMA}, "without header key.*INSTANT_TIME"),
+    (BlockType.AVRO_DATA, {HeaderKey.INSTANT_TIME: "20240101000000009"}, "without header key.*SCHEMA"),
+    (BlockType.AVRO_DATA, {**_valid_header(BlockType.AVRO_DATA), HeaderKey.INSTANT_TIME: "2024010100000000"},
+     "INSTANT_TIME is '2024010100000000', not an instant time"),  # 16 digits
+    (BlockType.AVRO_DATA, {**_valid_header(BlockType.AVRO_DATA), HeaderKey.INSTANT_TIME: "２" * 17},
+     "not an instant time"),  # digits, but not ASCII ones
+    (BlockType.AVRO_DATA, {**_valid_header(BlockType.AVRO_DATA), HeaderKey.TARGET_INSTANT_TIME: "20240101000000008"},
+     "AVRO_DATA block has header key.*TARGET_INSTANT_TIME"),
+    (BlockType.AVRO_DATA, {**_valid_header(BlockType.AVRO_DATA), HeaderKey.SCHEMA: '{"type": "strin"}'},
+     "SCHEMA header is not an Avro schema"),
+    (BlockType.AVRO_DATA, {**_valid_header(BlockType.AVRO_DATA), HeaderKey.SCHEMA: '["null", "string"]'},
+     "SCHEMA header is not an Avro schema.*not a record"),
+    (BlockType.AVRO_DATA, {**_valid_header(BlockType.AVRO_DATA),
+                           HeaderKey.SCHEMA: SYNTHETIC_SCHEMA.replace('"long"', '"lonf"', 1)},
+     "SCHEMA header is not an Avro schema"),
+    (BlockType.AVRO_DATA, {**_valid_header(BlockType.AVRO_DATA), HeaderKey.COMPACTED_BLOCK_TIMES: "001,002"},
+     "COMPACTED_BLOCK_TIMES is '001,002'"),
+    (BlockType.AVRO_DATA, {**_valid_header(BlockType.AVRO_DATA), HeaderKey.RECORD_POSITIONS: "not base64!"},
+     "RECORD_POSITIONS .* not Base64"),
+    (BlockType.AVRO_DATA, {**_valid_header(BlockType.AVRO_DATA), HeaderKey.BLOCK_IDENTIFIER: "1"},
+     "BLOCK_IDENTIFIER is '1'"),
+    (BlockType.AVRO_DATA, {**_valid_header(BlockType.AVRO_DATA), HeaderKey.IS_PARTIAL: "yes"}, "IS_PARTIAL is 'yes'"),
+    (BlockType.CDC_DATA, _valid_header(BlockType.AVRO_DATA), "CDC_DATA block in a data log file"),
+])
+def test_block_with_an_invalid_header_is_corrupt(block_type, header, reason, caplog):
+    content = b"" if block_type is BlockType.COMMAND else I32.pack(3) + I32.pack(0)
+    path = "p/" + make_log_file_name("f1-0", "20240101000000001", 1, "1-0-1")
+    _corrupt_with_reason(encode_block(block_type, header, content), path, reason, caplog)
+
+
+def test_header_rules_that_depend_on_the_file_name():
+    """INSTANT_TIME is required in .log files only (v6 archive blocks carry just SCHEMA), and CDC_DATA blocks
+    are what CDC log files hold; a path that is no log file name leaves both rules out."""
+    schema_only = encode_block(BlockType.AVRO_DATA, {HeaderKey.SCHEMA: SYNTHETIC_SCHEMA}, I32.pack(3) + I32.pack(0))
+    for path in (".hoodie/archived/.commits_.archive.1_1-0-1", "copied-log-file"):
+        (block,) = iter_blocks(schema_only, path)
+        assert block.type is BlockType.AVRO_DATA
+    cdc = encode_block(BlockType.CDC_DATA, _valid_header(BlockType.AVRO_DATA), I32.pack(3) + I32.pack(0))
+    assert [b.type for b in iter_blocks(cdc, ".f1-0_20240101000000001.log.1_0-1-2.cdc")] == [BlockType.CDC_DATA]
+    assert [b.type for b in iter_blocks(cdc, "copied-log-file")] == [BlockType.CDC_DATA]
+    data = encode_avro_data_block([], SYNTHETIC_SCHEMA, "20240101000000001")
+    assert [b.type for b in iter_blocks(data, ".f1-0_20240101000000001.log.1_0-1-2.cdc")] == [BlockType.CORRUPT]
+
+
+def test_every_header_value_hudi_writes_is_valid():
+    """Instant times of every length Hudi writes, and the optional keys' values as Hudi formats them."""
+    header = {**_valid_header(BlockType.AVRO_DATA), HeaderKey.COMPACTED_BLOCK_TIMES: "20240101000000,20240101000000001",
+              HeaderKey.RECORD_POSITIONS: "AQAAAAAAAAAAAAAAOjAAAAEAAAAAAAEAEAAAAAAAAQA=",
+              HeaderKey.BLOCK_IDENTIFIER: "0,12", HeaderKey.IS_PARTIAL: "false",
+              HeaderKey.BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS: "20240101000000001001"}
+    for instant in ("20240101000000", "20240101000000001", "20240101000000001005"):
+        (block,) = iter_blocks(encode_block(BlockType.AVRO_DATA, {**header, HeaderKey.INSTANT_TIME: instant},
+                                            I32.pack(3) + I32.pack(0)), "p/.f1-0_20240101000000001.log.1_0-1-2")
+        assert block.type is BlockType.AVRO_DATA and block.instant_time == instant
 
 
 @pytest.mark.parametrize("inner,why", [
@@ -509,11 +591,12 @@ def test_version_other_than_1_fails_like_hudi():
         list(iter_blocks(_framed(_inner(version=2)), "mem"))
 
 
-def test_footer_entries_are_kept():
-    inner = _inner(footer=I32.pack(1) + I32.pack(5) + I32.pack(2) + b"ok")
-    (block,) = iter_blocks(_framed(inner), "mem")
-    assert block.footer == {5: "ok"}
-    assert encode_block(block.type, block.header, block.content, block.footer) == _framed(inner)
+def test_footer_entries_make_a_block_corrupt(caplog):
+    """Hudi defines no footer keys (``FooterMetadataType`` is empty; its reader would fail on any)."""
+    footer = I32.pack(1) + I32.pack(0) + I32.pack(2) + b"ok"
+    data = encode_block(BlockType.COMMAND, _valid_header(BlockType.COMMAND), b"", {0: "ok"})
+    assert footer in data
+    _corrupt_with_reason(data, "mem", r"footer keys \[0\]", caplog)
 
 
 def test_garbage_before_the_first_block_is_one_corrupt_block():
@@ -554,14 +637,14 @@ def test_read_log_file_through_storage(tmp_path):
 
 
 def _content_block(block_type: BlockType, content: bytes, schema: str | None = SYNTHETIC_SCHEMA) -> LogBlock:
+    """A block as the decoders may be handed one: made by hand, not checked by the reader."""
     header = {HeaderKey.INSTANT_TIME: "20240101000000001"}
     if schema is not None:
         header[HeaderKey.SCHEMA] = schema
-    (block,) = iter_blocks(encode_block(block_type, header, content), "some/file.log")
-    return block
+    return LogBlock(block_type, header, {}, content, 0, 0, "some/file.log")
 
 
-@pytest.mark.parametrize("content", [
+BAD_AVRO_CONTENT = [
     b"\x00\x00\x00",  # too short for a version
     I32.pack(3) + b"\x00\x00",  # too short for a count
     I32.pack(7) + I32.pack(0),  # unknown content version
@@ -572,10 +655,30 @@ def _content_block(block_type: BlockType, content: bytes, schema: str | None = S
     I32.pack(3) + I32.pack(0) + b"trailing",  # bytes after the last record
     I32.pack(1) + I32.pack(2) + b"x",  # version 1: last record cut off
     I32.pack(3) + I32.pack(1) + I32.pack(1) + b"\xff",  # undecodable record
-])
+]
+
+
+@pytest.mark.parametrize("content", BAD_AVRO_CONTENT)
 def test_bad_avro_content_raises_corrupt_file_error(content):
     with pytest.raises(CorruptFileError, match=r"some/file\.log@0"):
         decode_data_block(_content_block(BlockType.AVRO_DATA, content))
+
+
+@pytest.mark.parametrize("block_type,content,reason", [
+    *[(BlockType.AVRO_DATA, content, "") for content in BAD_AVRO_CONTENT[:-1]],  # the last one is value damage
+    (BlockType.COMMAND, b"x", "COMMAND block with 1 bytes of content"),
+    (BlockType.DELETE, I32.pack(3), "too short"),
+    (BlockType.DELETE, I32.pack(4) + I32.pack(0), "delete block content version 4"),
+    (BlockType.DELETE, I32.pack(3) + I32.pack(5) + b"\x00", "payload length 5"),
+    (BlockType.PARQUET_DATA, b"PAR1garbagePAR1", "parquet footer length"),
+    (BlockType.PARQUET_DATA, bytes(5000), "not a parquet file"),
+    (BlockType.HFILE_DATA, bytes(5000), "HFile trailer"),
+])
+def test_content_that_contradicts_its_own_lengths_is_a_corrupt_block(block_type, content, reason, caplog):
+    """The reader checks the layout of the content (versions, counts, lengths) before anything is decoded."""
+    header = _valid_header(block_type) if block_type is not BlockType.DELETE else {
+        HeaderKey.INSTANT_TIME: "20240101000000001"}
+    _corrupt_with_reason(encode_block(block_type, header, content), "some/file.log", reason, caplog)
 
 
 def test_avro_block_without_schema_raises():
@@ -713,6 +816,56 @@ def _decode_or_hoodie_error(block: LogBlock) -> None:
 
 
 # --- file names ------------------------------------------------------------------------------------------------
+
+def _hadoop_crc(data: bytes) -> bytes:
+    """The checksum file Hadoop's ``ChecksumFileSystem`` writes beside ``data``: ``crc\\0``, bytes per checksum
+    (512), then the CRC32 of each 512-byte chunk (checked against the real ones in table_evo_add_col below)."""
+    chunks = (data[i:i + 512] for i in range(0, len(data), 512))
+    return b"crc\x00" + I32.pack(512) + b"".join(struct.pack(">I", zlib.crc32(chunk)) for chunk in chunks)
+
+
+def _raw_listing(table: HudiTable) -> list:
+    """Every file of every partition as a plain directory listing shows it (what the monitor builds views from)."""
+    partitions = {posixpath.dirname(info.path) for info in table.listing()}
+    return [info for part in sorted(partitions) for info in table.storage.list_dir(part)]
+
+
+def test_hadoop_checksum_files_are_invisible(unzip_fixture, tmp_path, caplog):
+    """A table copied from a laptop has a ``.<name>.crc`` beside every file: the read is the same as without
+    them, nothing is reported corrupt, and neither the listing nor a file-system view built from a plain
+    directory listing (the monitor's) holds a checksum file."""
+    src = unzip_fixture("mor_avro__v6_trips_8i3d").table
+    copy = tmp_path / src.name
+    shutil.copytree(src, copy)
+    files = [p for p in copy.rglob("*") if p.is_file()]
+    for path in files:
+        (path.parent / f".{path.name}.crc").write_bytes(_hadoop_crc(path.read_bytes()))
+    assert any(".log." in p.name for p in files)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert read_table(str(copy)).equals(read_table(str(src)))
+    assert [r.getMessage() for r in caplog.records] == []
+    table, original = HudiTable(str(copy)), HudiTable(str(src))
+    assert sorted(i.path for i in table.listing()) == sorted(i.path for i in original.listing())
+    raw = _raw_listing(table)
+    assert any(i.path.endswith(".crc") for i in raw)
+    view = FileSystemView(table.config, table.timeline, raw)
+    assert {key: [s.files for s in slices] for key, slices in view.groups.items()} == \
+        {key: [s.files for s in slices] for key, slices in original.file_system_view().groups.items()}
+
+
+def test_real_hadoop_checksum_files_make_no_file_group(unzip_fixture):
+    """table_evo_add_col was copied with Hadoop's checksum files: ``..<log file>.crc`` matches Hudi's
+    unanchored log-file pattern (file group ``.<fileId>``), yet no such group may appear."""
+    table = HudiTable(str(unzip_fixture("mor_avro__table_evo_add_col").table))
+    raw = _raw_listing(table)
+    checksums = [i.path for i in raw if i.path.endswith(".crc")]
+    for path in checksums:
+        target = posixpath.join(posixpath.dirname(path), posixpath.basename(path)[1:-len(".crc")])
+        assert _hadoop_crc(table.storage.read_bytes(target)) == table.storage.read_bytes(path)
+    assert any(parse_log_file_name(path) is not None for path in checksums)
+    view = FileSystemView(table.config, table.timeline, raw)
+    assert view.groups and not [key for key in view.groups if key[1].startswith(".")]
 
 def test_parse_every_fixture_log_file_name(unzip_fixture):
     for path in LOG_FILES:

@@ -62,7 +62,8 @@ try:  # optional accelerator, see the module docstring
 except ImportError:  # pragma: no cover - depends on the environment
     polars = None
 
-__all__ = ["arrow_schema_from_avro", "decode_avro_records", "records_to_avro_dicts"]
+__all__ = ["arrow_schema_from_avro", "decode_avro_records", "record_schema_problem", "records_to_avro_dicts",
+           "split_records"]
 
 _INT32_BE = struct.Struct(">i")
 _UTC_MICROS = pa.timestamp("us", tz="UTC")
@@ -70,6 +71,8 @@ _UTC_MICROS = pa.timestamp("us", tz="UTC")
 _OCF_SYNC = b"hoodie-avro-sync"
 # Names of the types the decode schema adds; Hudi schemas use other namespaces.
 _OWN_NAMESPACE = "hoodie.avro_arrow"
+#: Deepest nesting of Avro types a schema may have (Spark and Hudi schemas stay far below).
+MAX_NESTING = 64
 # Below this many records per thread, handing a block to threads costs more than it saves.
 _RECORDS_PER_THREAD = 25_000
 _WORKERS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
@@ -123,8 +126,22 @@ class _SchemaConverter:
     def __init__(self) -> None:
         self._named: dict[str, _Converted | None] = {}  # None while the type's own definition is being walked
         self._map_entries = itertools.count()
+        self._depth = 0
 
     def convert(self, node: Any, namespace: str, where: str) -> _Converted:
+        """This node, at most :data:`MAX_NESTING` levels deep: every walk over schemas and values here
+        (and fastavro's and polars') recurses once per level, and a schema from a damaged or hostile file
+        must fail as unsupported, not as a bare ``RecursionError``."""
+        self._depth += 1
+        try:
+            if self._depth > MAX_NESTING:
+                raise UnsupportedTableError(f"Avro schema: types nest deeper than {MAX_NESTING} levels at "
+                                            f"{where or 'top level'}")
+            return self._convert(node, namespace, where)
+        finally:
+            self._depth -= 1
+
+    def _convert(self, node: Any, namespace: str, where: str) -> _Converted:
         if isinstance(node, list):
             return self._union(node, namespace, where)
         if isinstance(node, str):
@@ -388,7 +405,7 @@ class _Plan:
 def _plan(schema_json: str, columns: tuple[str, ...] | None) -> _Plan:
     try:
         schema = json.loads(schema_json)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise UnsupportedTableError(f"Avro schema is not valid JSON: {exc}") from None
     record = _SchemaConverter().convert(schema, "", "")
     if not pa.types.is_struct(record.target) or not isinstance(record.decode_json, dict):
@@ -426,6 +443,26 @@ def _plan(schema_json: str, columns: tuple[str, ...] | None) -> _Plan:
                  fastavro_schema, ocf_header, prefix_field)
 
 
+@lru_cache(maxsize=256)
+def record_schema_problem(schema_json: str) -> str | None:
+    """Why ``schema_json`` is not an Avro record schema (what every SCHEMA header holds), or None.
+
+    Validity only, as Avro defines it (fastavro parses it); whether the schema has an Arrow equivalent is
+    :func:`arrow_schema_from_avro`'s question, and a valid schema without one is unsupported, not damaged.
+    """
+    try:
+        schema = json.loads(schema_json)
+    except (ValueError, RecursionError) as exc:
+        return f"not JSON: {exc}"
+    if not isinstance(schema, dict) or schema.get("type") != "record":
+        return "the top-level type is not a record"
+    try:
+        fastavro.parse_schema(schema)
+    except Exception as exc:  # SchemaParseException, UnknownType, a KeyError on a malformed node, RecursionError
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
 def arrow_schema_from_avro(schema: str | dict) -> pa.Schema:
     """The Arrow schema of records written with Avro ``schema``: the types Hudi's parquet base files hold.
 
@@ -446,7 +483,10 @@ def decode_avro_records(schema_json: str, payload: bytes | memoryview, count: in
     other columns. A bad block structure (a negative length, one past the end, bytes left after ``count``
     records) or an undecodable record raises ``CorruptFileError`` naming ``path``.
     """
-    plan = _plan(schema_json, None if columns is None else tuple(columns))
+    try:
+        plan = _plan(schema_json, None if columns is None else tuple(columns))
+    except UnsupportedTableError as exc:
+        raise UnsupportedTableError(f"{path}: {exc}" if path else str(exc)) from None
     view = memoryview(payload).cast("B")
     lengths = _record_lengths(view, count, path)
     if not plan.columns:  # nothing to decode (a row count); a table without columns keeps its rows this way
@@ -475,28 +515,33 @@ def records_to_avro_dicts(table: pa.Table, schema_json: str) -> list[dict]:
     return raw.to_pylist(maps_as_pydicts="strict")
 
 
-def _record_lengths(view: memoryview, count: int, path: str) -> list[int]:
-    """Check the block structure and return the record lengths.
+def split_records(view: memoryview, count: int | None) -> list[int]:
+    """The lengths of the ``count`` length-prefixed records that must fill ``view`` exactly (``None``: as many
+    as there are, for content version 1); ``ValueError`` saying what does not fit.
 
     The lengths form a chain (each says where the next record starts), so this is a sequential Python loop
     (~0.15 µs a record, kept minimal: the checks run once, after it), and it lets both decoders trust the
     structure.
     """
     size = len(view)
-    if count < 0 or 4 * count > size:  # also bounds what polars allocates for the records
-        raise CorruptFileError(f"{path}: Avro data block claims {count} records but has only {size} bytes")
+    if count is not None and not 0 <= 4 * count <= size:  # also bounds what polars allocates for the records
+        raise ValueError(f"record count {count} is impossible for {size} bytes of records")
     lengths: list[int] = []
     append = lengths.append
     unpack = _INT32_BE.unpack_from
     offset = 0
     try:
-        for _ in range(count):
-            (length,) = unpack(view, offset)  # a negative offset reads from the end: rejected below
+        for _ in itertools.repeat(None) if count is None else range(count):
+            if count is None and offset == size:
+                break
+            (length,) = unpack(view, offset)
             append(length)
+            if length < 0:
+                break
             offset += 4 + length
     except struct.error:  # the next length would start past the end
         pass
-    if len(lengths) == count and offset == size and min(lengths, default=0) >= 0:
+    if (count is None or len(lengths) == count) and offset == size and min(lengths, default=0) >= 0:
         return lengths
     negative = next((i for i, length in enumerate(lengths) if length < 0), None)
     if negative is not None:
@@ -505,8 +550,16 @@ def _record_lengths(view: memoryview, count: int, path: str) -> list[int]:
         problem = f"{size - offset} bytes are left after the records"
     else:
         problem = f"record {len(lengths) - 1} runs past the end"
-    raise CorruptFileError(f"{path}: the lengths of the {count} records of an Avro data block do not fit its "
-                           f"{size} bytes: {problem}")
+    raise ValueError(f"the lengths of the {len(lengths) if count is None else count} records do not fit the "
+                     f"{size} bytes: {problem}")
+
+
+def _record_lengths(view: memoryview, count: int, path: str) -> list[int]:
+    """:func:`split_records` for the decoders, failing with a :class:`CorruptFileError` naming ``path``."""
+    try:
+        return split_records(view, count)
+    except ValueError as e:
+        raise CorruptFileError(f"{path}: Avro data block: {e}") from None
 
 
 def _decode_fastavro(plan: _Plan, view: memoryview, lengths: list[int], path: str) -> pa.Table:

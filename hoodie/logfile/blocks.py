@@ -18,7 +18,7 @@ import io
 import json
 import struct
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -29,10 +29,19 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ...errors import CorruptFileError, UnsupportedTableError
-from .avro_arrow import decode_avro_records
-from .format import CONTENT_VERSION, DELETE_RECORD_LIST_SCHEMA, WRAPPER_BY_RECORD, BlockType, LogBlock
+from .avro_arrow import decode_avro_records, record_schema_problem, split_records
+from .format import (
+    CONTENT_VERSION,
+    DELETE_RECORD_LIST_SCHEMA,
+    WRAPPER_BY_RECORD,
+    BlockType,
+    LogBlock,
+    header_problem,
+    parse_log_file_name,
+)
 
 _I32 = struct.Struct(">i")
+_I32_LE = struct.Struct("<i")
 _I32_PAIR = struct.Struct(">ii")
 _U16 = struct.Struct(">H")
 _DELETE_SCHEMA = fastavro.parse_schema(DELETE_RECORD_LIST_SCHEMA)
@@ -65,6 +74,99 @@ class DeleteRecords:
         return len(self.record_keys)
 
 
+class _Malformed(Exception):
+    """Content laid out otherwise than Hudi writes it; the message says how. Internal: the reader turns it
+    into a CORRUPT block, the decoders into a :class:`CorruptFileError` naming the block."""
+
+
+def block_problem(block: LogBlock) -> str | None:
+    """Why ``block`` cannot be a block Hudi wrote, judged from its header and the layout of its content
+    without decoding a record; None if it can be. The reader asks this of every framed block.
+
+    The file name says what the file may hold: in a ``.log`` file every block carries its INSTANT_TIME, and
+    CDC_DATA blocks are exactly the blocks of CDC log files (``HoodieCDCLogger``). A path that is no log file
+    name (a file handed to ``inspect log``) leaves those two rules out.
+    """
+    name = parse_log_file_name(block.path)
+    problem = header_problem(block.type, block.header, delta_log=name is not None and name.extension == "log")
+    if problem is not None:
+        return problem
+    if name is not None and (block.type is BlockType.CDC_DATA) != name.cdc and block.type is not BlockType.COMMAND:
+        return (f"a {block.type.name} block in a {'CDC' if name.cdc else 'data'} log file "
+                f"({'only CDC_DATA' if name.cdc else 'never CDC_DATA'} blocks are written there)")
+    if block.schema_json is not None:
+        problem = record_schema_problem(block.schema_json)
+        if problem is not None:
+            return f"SCHEMA header is not an Avro schema ({problem})"
+    try:
+        _CONTENT_LAYOUTS[block.type](memoryview(block.content))
+    except _Malformed as e:
+        return str(e)
+    return None
+
+
+def _command_layout(content: memoryview) -> None:
+    """A command block has no content (``HoodieCommandBlock`` writes none)."""
+    if len(content):
+        raise _Malformed(f"a COMMAND block with {len(content)} bytes of content (Hudi writes none)")
+
+
+def _delete_layout(content: memoryview) -> int:
+    """int32 content version (1, 2: Kryo; 3: Avro), int32 payload length, the payload: the content version."""
+    if len(content) < 8:
+        raise _Malformed(f"delete block content of {len(content)} bytes is too short")
+    version, payload_length = _I32_PAIR.unpack_from(content)
+    if version not in (1, 2, CONTENT_VERSION):
+        raise _Malformed(f"unknown delete block content version {version}")
+    if payload_length != len(content) - 8:
+        raise _Malformed(f"delete payload length {payload_length} does not match the {len(content) - 8} bytes "
+                         f"after it")
+    return version
+
+
+def _avro_layout(content: memoryview) -> tuple[int, list[int]]:
+    """``HoodieAvroDataBlock`` content: int32 version, int32 count (version >= 2), length-prefixed records.
+
+    Returns where the records start and their lengths, which must fill the content exactly.
+    """
+    if len(content) < 4:
+        raise _Malformed(f"data block content of {len(content)} bytes is too short")
+    (version,) = _I32.unpack_from(content)
+    if version == 1:
+        start, count = 4, None  # no record count: the records run to the end
+    elif version in (2, CONTENT_VERSION):
+        if len(content) < 8:
+            raise _Malformed("data block content ends before its record count")
+        start, (count,) = 8, _I32.unpack_from(content, 4)
+    else:
+        raise _Malformed(f"unknown Avro data block content version {version}")
+    try:
+        return start, split_records(content[start:], count)
+    except ValueError as e:
+        raise _Malformed(str(e)) from None
+
+
+def _parquet_layout(content: memoryview) -> None:
+    """A whole parquet file: ``PAR1``, pages, footer, little-endian footer length, ``PAR1``."""
+    if len(content) < 12 or content[:4] != b"PAR1" or content[-4:] != b"PAR1":
+        raise _Malformed("parquet block content is not a parquet file (no PAR1 at both ends)")
+    (footer_length,) = _I32_LE.unpack_from(content, len(content) - 8)
+    if not 0 < footer_length <= len(content) - 12:
+        raise _Malformed(f"parquet footer length {footer_length} does not fit the {len(content)} bytes")
+
+
+def _hfile_layout(content: memoryview) -> None:
+    """An HFile ends in its fixed-size trailer, which starts with a magic (the rest is checked on decoding)."""
+    if len(content) < _HFILE_TRAILER_SIZE or content[-_HFILE_TRAILER_SIZE:][:8] != _HFILE_TRAILER_MAGIC:
+        raise _Malformed("HFile block content does not end in an HFile trailer")
+
+
+_CONTENT_LAYOUTS: dict[BlockType, Callable[[memoryview], object]] = {
+    BlockType.COMMAND: _command_layout, BlockType.DELETE: _delete_layout, BlockType.AVRO_DATA: _avro_layout,
+    BlockType.CDC_DATA: _avro_layout, BlockType.PARQUET_DATA: _parquet_layout, BlockType.HFILE_DATA: _hfile_layout,
+}
+
+
 def decode_data_block(block: LogBlock, columns: Sequence[str] | None = None) -> pa.Table:
     """The records of an AVRO_DATA, CDC_DATA, PARQUET_DATA or HFILE_DATA block as an Arrow table.
 
@@ -85,18 +187,12 @@ def decode_delete_block(block: LogBlock) -> DeleteRecords:
     if block.type is not BlockType.DELETE:
         raise ValueError(f"{block.where()}: a {block.type.name} block is not a delete block")
     content = memoryview(block.content)
-    if len(content) < 8:
-        raise CorruptFileError(f"{block.where()}: delete block content of {len(content)} bytes is too short")
-    version, payload_length = _I32_PAIR.unpack_from(content)
-    if version in (1, 2):
+    version = _layout(block, _delete_layout)
+    if version != CONTENT_VERSION:
         raise UnsupportedTableError(
             f"{block.where()}: delete block content version {version} is Kryo-serialized Java (Hudi 0.13 or "
             f"older) and cannot be read outside the JVM; compact the table with Hudi first")
-    if version != CONTENT_VERSION:
-        raise CorruptFileError(f"{block.where()}: unknown delete block content version {version}")
-    if payload_length != len(content) - 8:
-        raise CorruptFileError(f"{block.where()}: delete payload length {payload_length} does not match the "
-                               f"{len(content) - 8} bytes after it")
+    payload_length = len(content) - 8
     buf = io.BytesIO(content[8:])
     try:
         decoded = fastavro.schemaless_reader(buf, _DELETE_SCHEMA, None, return_record_name=True)
@@ -137,40 +233,18 @@ def _unwrap(branch: tuple[str, dict] | None) -> tuple[str | None, Any]:
 
 # --- Avro records -----------------------------------------------------------------------------------------
 
+def _layout(block: LogBlock, layout):
+    """``layout(content)`` of ``block``, its :class:`_Malformed` as a :class:`CorruptFileError` naming the block."""
+    try:
+        return layout(memoryview(block.content))
+    except _Malformed as e:
+        raise CorruptFileError(f"{block.where()}: {e}") from None
+
+
 def _decode_avro_content(block: LogBlock, columns: Sequence[str] | None) -> pa.Table:
-    """``HoodieAvroDataBlock`` content: int32 version, int32 count (version ≥ 2), length-prefixed records."""
-    content = memoryview(block.content)
-    if len(content) < 4:
-        raise CorruptFileError(f"{block.where()}: data block content of {len(content)} bytes is too short")
-    (version,) = _I32.unpack_from(content)
-    if version == 1:
-        start = 4
-        count = _count_records(block, content, start)
-    elif version in (2, CONTENT_VERSION):
-        if len(content) < 8:
-            raise CorruptFileError(f"{block.where()}: data block content ends before its record count")
-        (count,) = _I32.unpack_from(content, 4)
-        start = 8
-        if not 0 <= count <= (len(content) - start) // 4:
-            raise CorruptFileError(f"{block.where()}: record count {count} is impossible for "
-                                   f"{len(content) - start} bytes of records")
-    else:
-        raise CorruptFileError(f"{block.where()}: unknown Avro data block content version {version}")
-    return _avro_to_arrow(block, content[start:], count, columns)
-
-
-def _count_records(block: LogBlock, content: memoryview, start: int) -> int:
-    """Count the length-prefixed records from ``start`` to the end (content version 1 has no count)."""
-    pos, count = start, 0
-    while pos < len(content):
-        if len(content) - pos < 4:
-            raise CorruptFileError(f"{block.where()}: data block ends inside the length of record {count}")
-        (length,) = _I32.unpack_from(content, pos)
-        if not 0 <= length <= len(content) - pos - 4:
-            raise CorruptFileError(f"{block.where()}: record {count} has impossible length {length}")
-        pos += 4 + length
-        count += 1
-    return count
+    """``HoodieAvroDataBlock`` content (:func:`_avro_layout`) as an Arrow table."""
+    start, lengths = _layout(block, _avro_layout)
+    return _avro_to_arrow(block, memoryview(block.content)[start:], len(lengths), columns)
 
 
 def _avro_to_arrow(block: LogBlock, payload: memoryview, count: int, columns: Sequence[str] | None) -> pa.Table:

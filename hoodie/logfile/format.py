@@ -6,9 +6,12 @@ these definitions, which is why the delete-block Avro schema and its ordering-va
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import enum
 import posixpath
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +53,75 @@ class HeaderKey(enum.IntEnum):
 ROLLBACK_COMMAND = "0"
 
 _DATA_TYPES = frozenset({BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.HFILE_DATA})
+
+# --- what a valid block header holds (spec §5.2, §5.3, §5.8) -----------------------------------------------
+
+#: Lengths of instant times (spec §2.1): ``yyyyMMddHHmmss`` (pre-0.9 Hudi), ``yyyyMMddHHmmssSSS``, and the 0.x
+#: metadata table's service instants, a 17-digit instant plus a three-digit suffix
+#: (``HoodieTableMetadataUtil.createCompactionTimestamp`` and siblings).
+INSTANT_TIME_LENGTHS = frozenset({14, 17, 20})
+_BLOCK_IDENTIFIER = re.compile(r"\d+,\d+")  # "<attemptNo>,<blockSeqNo>" (split and parsed as long, int by Hudi)
+
+
+def is_instant_time(value: str) -> bool:
+    """Whether ``value`` has the form of a Hudi instant time: ASCII digits of one of the lengths Hudi writes."""
+    return len(value) in INSTANT_TIME_LENGTHS and value.isascii() and value.isdigit()
+
+
+def _is_base64(value: str) -> bool:
+    """``RECORD_POSITIONS``: a serialized bitmap, ``java.util.Base64`` encoded (never empty: Hudi leaves the
+    header out when it has no positions)."""
+    try:
+        return bool(value) and bool(base64.b64decode(value, validate=True))
+    except (binascii.Error, ValueError):
+        return False
+
+
+#: Header key -> (predicate on its value, what the value must be). SCHEMA is checked by the content decoders'
+#: module (it must parse as an Avro record schema), which knows Avro.
+HEADER_VALUE_RULES: Mapping[HeaderKey, tuple[Callable[[str], bool], str]] = {
+    HeaderKey.INSTANT_TIME: (is_instant_time, "an instant time"),
+    HeaderKey.TARGET_INSTANT_TIME: (is_instant_time, "an instant time"),
+    HeaderKey.BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS: (is_instant_time, "an instant time"),
+    HeaderKey.COMPACTED_BLOCK_TIMES: (lambda v: all(map(is_instant_time, v.split(","))),
+                                      "a comma-separated list of instant times"),
+    HeaderKey.COMMAND_BLOCK_TYPE: (lambda v: v == ROLLBACK_COMMAND,
+                                   f"a command type (only {ROLLBACK_COMMAND}, ROLLBACK_BLOCK, exists)"),
+    HeaderKey.RECORD_POSITIONS: (_is_base64, "Base64"),
+    HeaderKey.BLOCK_IDENTIFIER: (lambda v: _BLOCK_IDENTIFIER.fullmatch(v) is not None, "<attempt>,<sequence number>"),
+    HeaderKey.IS_PARTIAL: (lambda v: v in ("true", "false"), "true or false"),
+}
+#: Keys only command blocks carry (a rollback's, ``BaseRollbackHelper``), and the only ones they carry.
+_COMMAND_KEYS = frozenset({HeaderKey.INSTANT_TIME, HeaderKey.TARGET_INSTANT_TIME, HeaderKey.COMMAND_BLOCK_TYPE})
+_CONTENT_KEYS = frozenset(HeaderKey) - {HeaderKey.TARGET_INSTANT_TIME, HeaderKey.COMMAND_BLOCK_TYPE}
+
+
+def header_problem(block_type: BlockType, header: Mapping[HeaderKey, str], delta_log: bool) -> str | None:
+    """Why ``header`` cannot be the header of a ``block_type`` block Hudi wrote, or None if it can.
+
+    Hudi's readers trust headers blindly (a DELETE block flipped to COMMAND makes Hudi's scanner fail on the
+    missing command type; a data block's instant is compared as a string), so every key must be one that
+    block type carries and every value of the kind Hudi writes. ``delta_log``: the block is in a ``.log``
+    file, where every block carries its INSTANT_TIME (``HoodieAppendHandle``, ``BaseRollbackHelper``);
+    the archive files of the v6 timeline carry only SCHEMA (``HoodieTimelineArchiver``).
+    """
+    allowed = _COMMAND_KEYS if block_type is BlockType.COMMAND else _CONTENT_KEYS
+    required = (set() if block_type is BlockType.DELETE
+                else {HeaderKey.TARGET_INSTANT_TIME, HeaderKey.COMMAND_BLOCK_TYPE} if block_type is BlockType.COMMAND
+                else {HeaderKey.SCHEMA})
+    if delta_log:
+        required.add(HeaderKey.INSTANT_TIME)
+    stray = sorted(k.name for k in header.keys() - allowed)
+    if stray:
+        return f"a {block_type.name} block has header key(s) {', '.join(stray)}"
+    missing = sorted(k.name for k in required - header.keys())
+    if missing:
+        return f"a {block_type.name} block without header key(s) {', '.join(missing)}"
+    for key, value in header.items():
+        rule = HEADER_VALUE_RULES.get(key)
+        if rule is not None and not rule[0](value):
+            return f"header {key.name} is {value[:40]!r}, not {rule[1]}"
+    return None
 
 
 @dataclass(frozen=True)

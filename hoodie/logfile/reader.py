@@ -8,12 +8,18 @@ stream sees the blocks Hudi's own readers see. (Hudi skips the check on storage 
 and the like, HUDI-2118: no partial block can exist there, so only a damaged file tells the difference,
 and Hudi would fail to read that one.)
 
-Inside a block that passed the framing check Hudi trusts every length; we do not. A header, content or
-footer that does not fit the framed span exactly, an unknown block type or header key, or a header value
-that is not UTF-8 makes the block CORRUPT here (Hudi would crash or mis-read), so a data block we yield has
-fields that re-encode to exactly the bytes on disk. The exception is the log format version: Hudi fails
-on anything but version 1 (a version-0 block from pre-0.4 Hudi, or a future one), and so do we, with a
-:class:`CorruptFileError` naming file and offset, rather than silently dropping a block we cannot read.
+Inside a block that passed the framing check Hudi trusts every length and every header; we do not. Before
+anything is decoded, a framed block must be one Hudi could have written: its header, content and footer fill
+the framed span exactly, its type and header keys are known, the header holds the keys its type carries
+with values of the right kind (instant times, an Avro record schema, the rollback command type; see
+:func:`~.format.header_problem`), the footer is empty (Hudi defines no footer keys) and the content's own
+lengths, counts and version agree with its bytes (:func:`~.blocks.block_problem`). A block failing that is
+CORRUPT here, spanning exactly its framed bytes (Hudi would crash or mis-read it: a DELETE block whose type
+was flipped to COMMAND would otherwise drop its deletes), so a block we yield re-encodes to exactly the
+bytes on disk and is structurally sound; only damage inside values, which the format has no checksum to
+reveal, can remain. The exception is the log format version: Hudi fails on anything but version 1 (a
+version-0 block from pre-0.4 Hudi, or a future one), and so do we, with a :class:`CorruptFileError` naming
+file and offset, rather than silently dropping a block we cannot read.
 
 Two more Hudi behaviours kept on purpose: fewer than six bytes after the last block are ignored (Hudi's
 ``hasNext`` sees EOF), and when the bytes after a block are not a magic, that *preceding* block is the one
@@ -27,6 +33,7 @@ import struct
 from collections.abc import Iterator
 
 from ...errors import CorruptFileError
+from .blocks import block_problem
 from .format import LOG_FORMAT_VERSION, MAGIC, BlockType, HeaderKey, LogBlock
 
 log = logging.getLogger(__name__)
@@ -43,30 +50,45 @@ _HEADER_KEYS = {k.value: k for k in HeaderKey}
 
 
 class _Unframed(Exception):
-    """A block whose bytes Hudi's reader would not accept as a block; the message says why."""
+    """Bytes Hudi's reader would not accept as a block (its framing check fails); the message says why."""
 
 
-def iter_blocks(data: bytes, path: str) -> Iterator[LogBlock]:
+class _Invalid(Exception):
+    """A framed block whose fields are not those of a block Hudi writes; the message says why."""
+
+
+def iter_blocks(data: bytes, path: str, *, strict: bool = False) -> Iterator[LogBlock]:
     """Yield the blocks of one log file's bytes in file order, CORRUPT blocks included.
 
-    Block contents are zero-copy ``memoryview`` slices of ``data``. Raises :class:`CorruptFileError` only
-    for a block of a log format version other than 1; every other kind of damage becomes a CORRUPT block.
+    Block contents are zero-copy ``memoryview`` slices of ``data``. Raises :class:`CorruptFileError` for a
+    block of a log format version other than 1, and with ``strict`` for a framed but invalid block too (the
+    archived timeline's reader: a skipped block there would silently lose instants). Every other kind of
+    damage becomes a CORRUPT block, logged as a warning.
     """
     data = bytes(data)  # no copy when already bytes; bytes.find and .startswith do the scanning
     view = memoryview(data)
     pos = 0
+    reason: str | None
     while len(data) - pos >= len(MAGIC):
-        if data.startswith(MAGIC, pos):
+        if not data.startswith(MAGIC, pos):
+            reason, end = "no magic at block start", _next_magic(data, pos + 1)
+        else:
             try:
-                block = _read_block(data, view, pos, path)
+                end = _frame(data, pos)
             except _Unframed as e:
                 reason, end = str(e), _next_magic(data, pos + len(MAGIC))
             else:
-                yield block
-                pos += block.size
-                continue
-        else:
-            reason, end = "no magic at block start", _next_magic(data, pos + 1)
+                try:
+                    block = _parse(data, view, pos, end, path)
+                    reason = block_problem(block)
+                except _Invalid as e:
+                    reason = str(e)
+                if reason is None:
+                    yield block
+                    pos = end
+                    continue
+                if strict:
+                    raise CorruptFileError(f"{path}@{pos}: {reason}")
         log.warning("%s: corrupt log block at offset %d, %d bytes (%s); skipped as Hudi does",
                     path, pos, end - pos, reason)
         yield LogBlock(BlockType.CORRUPT, {}, {}, view[pos:end], pos, end - pos, path)
@@ -84,8 +106,8 @@ def _next_magic(data: bytes, start: int) -> int:
     return len(data) if found < 0 else found
 
 
-def _read_block(data: bytes, view: memoryview, pos: int, path: str) -> LogBlock:
-    """Frame and parse the block whose magic is at ``pos``; raise :class:`_Unframed` if it is corrupt."""
+def _frame(data: bytes, pos: int) -> int:
+    """Hudi's framing check of the block whose magic is at ``pos``: where it ends, or :class:`_Unframed`."""
     if len(data) - pos < _HEAD:
         raise _Unframed("file ends inside the block size")
     (block_size,) = _I64.unpack_from(data, pos + len(MAGIC))
@@ -95,35 +117,43 @@ def _read_block(data: bytes, view: memoryview, pos: int, path: str) -> LogBlock:
     if block_size > len(data) - body:
         raise _Unframed(f"block size {block_size} runs past the end of the file")
     end = body + block_size
-    limit = end - _I64.size  # where the trailing length field starts
-    (trailing,) = _I64.unpack_from(data, limit)
+    (trailing,) = _I64.unpack_from(data, end - _I64.size)
     if trailing != block_size + len(MAGIC):
         raise _Unframed(f"trailing block length {trailing} does not match block size {block_size}")
     if len(data) - end >= len(MAGIC) and not data.startswith(MAGIC, end):
         raise _Unframed("no magic after the block")
+    return end
 
+
+def _parse(data: bytes, view: memoryview, pos: int, end: int, path: str) -> LogBlock:
+    """The fields of the framed block from ``pos`` to ``end``, each checked to fill exactly the bytes the
+    lengths before it claim; :class:`_Invalid` if they do not."""
+    body = pos + _HEAD
+    limit = end - _I64.size  # where the trailing length field starts
     version, type_ordinal = _I32_PAIR.unpack_from(data, body)
     if version != LOG_FORMAT_VERSION:
         raise CorruptFileError(f"{path}: log block at offset {pos} has log format version {version}; only "
                                f"version {LOG_FORMAT_VERSION} can be read (0 is pre-0.4 Hudi), as in Hudi itself")
     if type_ordinal not in _READABLE_TYPES:
-        raise _Unframed(f"invalid block type {type_ordinal}")
+        raise _Invalid(f"invalid block type {type_ordinal}")
     raw_header, cursor = _read_map(data, body + 8, limit, "header")
     unknown = raw_header.keys() - _HEADER_KEYS.keys()
     if unknown:
-        raise _Unframed(f"unknown header key(s) {sorted(unknown)}")
+        raise _Invalid(f"unknown header key(s) {sorted(unknown)}")
     header = {_HEADER_KEYS[k]: v for k, v in raw_header.items()}
     if limit - cursor < _I64.size:
-        raise _Unframed("header runs into the end of the block")
+        raise _Invalid("header runs into the end of the block")
     (content_length,) = _I64.unpack_from(data, cursor)
     cursor += _I64.size
     if not 0 <= content_length <= limit - cursor:
-        raise _Unframed(f"content length {content_length} does not fit the block")
+        raise _Invalid(f"content length {content_length} does not fit the block")
     content = view[cursor:cursor + content_length]
     footer, cursor = _read_map(data, cursor + content_length, limit, "footer")
     if cursor != limit:
-        raise _Unframed(f"{limit - cursor} unaccounted bytes before the trailing block length")
-    return LogBlock(BlockType(type_ordinal), header, footer, content, pos, _HEAD + block_size, path)
+        raise _Invalid(f"{limit - cursor} unaccounted bytes before the trailing block length")
+    if footer:
+        raise _Invalid(f"footer keys {sorted(footer)}: Hudi defines none (FooterMetadataType is empty)")
+    return LogBlock(BlockType(type_ordinal), header, footer, content, pos, end - pos, path)
 
 
 def _read_map(data: bytes, pos: int, limit: int, what: str) -> tuple[dict[int, str], int]:
@@ -132,24 +162,24 @@ def _read_map(data: bytes, pos: int, limit: int, what: str) -> tuple[dict[int, s
     Returns the entries in on-disk order and the offset after the map.
     """
     if limit - pos < _I32.size:
-        raise _Unframed(f"{what} count runs past the block")
+        raise _Invalid(f"{what} count runs past the block")
     (count,) = _I32.unpack_from(data, pos)
     pos += _I32.size
     if count < 0:
-        raise _Unframed(f"negative {what} entry count {count}")
+        raise _Invalid(f"negative {what} entry count {count}")
     entries: dict[int, str] = {}
     for _ in range(count):
         if limit - pos < _I32_PAIR.size:
-            raise _Unframed(f"{what} entry runs past the block ({count} entries claimed)")
+            raise _Invalid(f"{what} entry runs past the block ({count} entries claimed)")
         key, length = _I32_PAIR.unpack_from(data, pos)
         pos += _I32_PAIR.size
         if not 0 <= length <= limit - pos:
-            raise _Unframed(f"{what} value length {length} does not fit the block")
+            raise _Invalid(f"{what} value length {length} does not fit the block")
         if key in entries:
-            raise _Unframed(f"{what} key {key} appears twice")
+            raise _Invalid(f"{what} key {key} appears twice")
         try:
             entries[key] = data[pos:pos + length].decode("utf-8")
         except UnicodeDecodeError:
-            raise _Unframed(f"{what} value of key {key} is not UTF-8") from None
+            raise _Invalid(f"{what} value of key {key} is not UTF-8") from None
         pos += length
     return entries, pos

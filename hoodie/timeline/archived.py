@@ -137,7 +137,7 @@ class ArchivedTimeline:
                 files.append((int(m.group(1)), info.path))
         out: dict[tuple[str, str], ArchivedInstant] = {}
         for _, rel in sorted(files):
-            for block in iter_blocks(self.storage.read_bytes(rel), f"{self.storage.url}/{rel}"):
+            for block in iter_blocks(self.storage.read_bytes(rel), f"{self.storage.url}/{rel}", strict=True):
                 if block.type is not BlockType.AVRO_DATA:
                     continue
                 for rec in _avro_block_records(block):

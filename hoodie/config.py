@@ -8,13 +8,13 @@ looks at raw property strings.
 from __future__ import annotations
 
 import enum
-import json
 import re
 import zlib
 
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import CorruptFileError, InvalidTableContentError, UnsupportedTableError
+from .logfile.avro_arrow import record_schema_problem
 from .storage import Storage, safe_relpath
 
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
@@ -224,9 +224,10 @@ class TableConfig(BaseModel):
         layout = int(layout_text)
         timeline_path = _folder(props, "hoodie.timeline.path", "timeline", where)
         create_schema = props.get("hoodie.table.create.schema") or None
+        # the table's schema until a commit carries one: checked here so the error names this file
         problem = record_schema_problem(create_schema) if create_schema is not None else None
         if problem is not None:
-            raise CorruptFileError(f"{where}: hoodie.table.create.schema {problem}")
+            raise CorruptFileError(f"{where}: hoodie.table.create.schema is not an Avro record schema ({problem})")
         return cls(
             name=need("hoodie.table.name"),
             database=props.get("hoodie.database.name") or None,
@@ -266,19 +267,6 @@ def _folder(props: dict[str, str], key: str, default: str, where: str) -> str:
     if not inside:
         raise InvalidTableContentError(f"{where}: {key}={value} does not name a folder inside .hoodie")
     return value
-
-
-def record_schema_problem(schema: str) -> str | None:
-    """Why ``schema`` is not what Hudi stores as a table's or a commit's schema (an Avro record schema, as
-    JSON), or None. Checked where the text is read, so the error can name the file it came from; every later
-    ``json.loads`` of it then reads a record."""
-    try:
-        parsed = json.loads(schema)
-    except (ValueError, RecursionError) as e:  # not JSON, or nested too deep
-        return f"is not JSON ({e})"
-    if not isinstance(parsed, dict) or parsed.get("type") != "record" or not isinstance(parsed.get("fields"), list):
-        return f"is not an Avro record schema: {_short(schema)}"
-    return None
 
 
 def _infer_merge_mode(props: dict[str, str], version: int, payload: str | None, ordering: list[str],

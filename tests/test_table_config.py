@@ -115,9 +115,10 @@ def test_every_fixture_config_loads(unzip_fixture):
      "hoodie.timeline.path=../../elsewhere does not name a folder inside .hoodie"),
     ("hoodie.timeline.history.path=/abs\n", InvalidTableContentError, "hoodie.timeline.history.path=/abs"),
     ("hoodie.archivelog.folder=x/..\n", InvalidTableContentError, "hoodie.archivelog.folder=x/.."),
-    ("hoodie.table.create.schema={\"type\": \n", CorruptFileError, "hoodie.table.create.schema is not JSON"),
-    ("hoodie.table.create.schema=[]\n", CorruptFileError, "hoodie.table.create.schema is not an Avro record schema"),
-    ("hoodie.table.create.schema={\"type\": \"int\"}\n", CorruptFileError, "is not an Avro record schema"),
+    ("hoodie.table.create.schema={\"type\": \n", CorruptFileError,
+     "hoodie.table.create.schema is not an Avro record schema (not JSON: "),
+    ("hoodie.table.create.schema=[]\n", CorruptFileError, "(the top-level type is not a record)"),
+    ("hoodie.table.create.schema={\"type\": \"int\"}\n", CorruptFileError, "(the top-level type is not a record)"),
     # HoodieTableConfig.validateChecksum: Long.parseLong fails on these, so Hudi refuses the file too
     ("hoodie.table.checksum=\u00b2\n", CorruptFileError, "hoodie.table.checksum='²' cannot be checked"),
     ("hoodie.table.checksum=" + "9" * 5000 + "\n", CorruptFileError, "cannot be checked"),

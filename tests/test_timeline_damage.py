@@ -203,12 +203,12 @@ METADATA_DAMAGE = [
     (json.dumps({"partitionToWriteStats": {"../x": []}}).encode(), InvalidTableContentError, "path '../x'"),
     (json.dumps({"partitionToReplaceFileIds": {"/x": ["f"]}}).encode(), InvalidTableContentError, "path '/x'"),
     (json.dumps({"extraMetadata": {"schema": "{not json"}}).encode(), CorruptFileError,
-     "at extraMetadata: the writer schema is not JSON (Expecting property name enclosed in double quotes: "
-     "line 1 column 2 (char 1))"),
+     "at extraMetadata: the writer schema is not an Avro record schema (not JSON: Expecting property name "
+     "enclosed in double quotes: line 1 column 2 (char 1))"),
     (json.dumps({"extraMetadata": {"schema": "[1, 2]"}}).encode(), CorruptFileError,
-     "the writer schema is not an Avro record schema: '[1, 2]'"),
-    (json.dumps({"extraMetadata": {"schema": '{"type": "record", "fields": 5}'}}).encode(), CorruptFileError,
-     """the writer schema is not an Avro record schema: '{"type": "record", "fields": 5}'"""),
+     "the writer schema is not an Avro record schema (the top-level type is not a record)"),
+    (json.dumps({"extraMetadata": {"schema": '{"type": "record", "name": "r", "fields": 5}'}}).encode(),
+     CorruptFileError, "the writer schema is not an Avro record schema (TypeError: 'int' object is not iterable)"),
 ]
 
 

@@ -24,7 +24,7 @@ import fastavro
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ...errors import CorruptFileError, InvalidTableContentError
-from ..config import record_schema_problem
+from ..logfile.avro_arrow import record_schema_problem
 from ..storage import safe_relpath
 
 AVRO_MAGIC = b"Obj\x01"
@@ -149,7 +149,7 @@ class CommitMetadata(BaseModel):
         a damaged schema is reported with its file."""
         problem = record_schema_problem(v["schema"]) if v.get("schema") else None
         if problem is not None:
-            raise ValueError(f"the writer schema {problem}")
+            raise ValueError(f"the writer schema is not an Avro record schema ({problem})")
         return v
 
     @property

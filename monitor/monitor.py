@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import logging
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -86,18 +87,25 @@ class StreamMonitor:
     def cursor_key(self, c: Cursor) -> tuple:
         return (c.completion or c.requested, c.requested) if self.v8 else (c.requested,)
 
-    def completed_after(self, cursor: Cursor | None, *,
-                        from_first: bool = False) -> tuple[list[TimelineEntry], str | None]:
+    def completed_after(self, cursor: Cursor | None, *, from_first: bool = False,
+                        known: Mapping[str, str] | None = None,
+                        floor: str | None = None) -> tuple[list[TimelineEntry], str | None]:
         """Completed writes after the cursor in frontier order (and, v6, the pending instant blocking more).
 
         The archived timeline is read when the cursor is archived, or when there is no cursor and ``from_first``
         asks for every instant from the table's first (a stream positioned before it); otherwise no cursor
         means the active timeline is enough (the latest instant, a snapshot).
+
+        ``known`` (v8/v9): the requested times the stream has accounted for. A completed write of the active
+        timeline at or before the cursor that is not among them is *late* — its completion time was taken before
+        the cursor's, but it became visible after (writers' clocks, a slow rename) — and comes first, unless it
+        completed before ``floor`` (the instant the user started the stream at).
         """
         tl = self.table.timeline
         archived = from_first if cursor is None else tl.is_archived(cursor.requested)
         entries = tl.completed_writes(include_archived=archived)
-        after = sorted((e for e in entries if cursor is None or self._frontier(e) > self.cursor_key(cursor)),
+        late = self.late_instants(cursor, known, floor)
+        after = sorted([*late, *(e for e in entries if cursor is None or self._frontier(e) > self.cursor_key(cursor))],
                        key=self._frontier)
         blocked = None
         if not self.v8:
@@ -110,6 +118,25 @@ class StreamMonitor:
             end = self.options.ending_instant
             after = [e for e in after if self._frontier(e)[0] <= end]
         return after, blocked
+
+    def late_instants(self, cursor: Cursor | None, known: Mapping[str, str] | None,
+                      floor: str | None = None) -> list[TimelineEntry]:
+        """Completed writes of the active timeline at or before ``cursor`` that are not ``known`` (v8/v9 only: v6
+        takes instants in requested-time order and never past a pending one, so none can be late)."""
+        if not self.v8 or cursor is None or known is None:
+            return []
+        key = self.cursor_key(cursor)
+        return [e for e in self.table.timeline.completed_writes() if e.requested_time not in known
+                and self._frontier(e) <= key and (floor is None or self._frontier(e)[0] >= floor)]
+
+    def accounted(self, cursor: Cursor | None) -> dict[str, str]:
+        """Requested → completion time of the active timeline's completed writes at or before ``cursor``: what a
+        stream starting there (or whose older state tracked no instants) has accounted for."""
+        if not self.v8 or cursor is None:
+            return {}
+        key = self.cursor_key(cursor)
+        return {e.requested_time: e.completion_time or "" for e in self.table.timeline.completed_writes()
+                if self._frontier(e) <= key}
 
     def latest_cursor(self) -> Cursor | None:
         done, _ = self.completed_after(None)
@@ -143,9 +170,11 @@ class StreamMonitor:
         splits = [self.split_of(s, None, max(e.requested_time for e in done), est_rows=None) for s in slices]
         return Plan(cursor=self.cursor_of(last), splits=splits, instants=done, snapshot=True, blocked_by=blocked)
 
-    def plan_next(self, cursor: Cursor | None, max_instants: int | None = None) -> Plan:
-        """Splits for the next completed instants after ``cursor`` (at most ``max_instants`` of them)."""
-        after, blocked = self.completed_after(cursor, from_first=True)
+    def plan_next(self, cursor: Cursor | None, max_instants: int | None = None, *,
+                  known: Mapping[str, str] | None = None, floor: str | None = None) -> Plan:
+        """Splits for the next completed instants after ``cursor`` (at most ``max_instants`` of them), late ones
+        (see :meth:`completed_after`) first. The cursor never moves back: a round of late instants keeps it."""
+        after, blocked = self.completed_after(cursor, from_first=True, known=known, floor=floor)
         batch = self._round(after[:max_instants] if max_instants else after)
         if not batch:
             return Plan(cursor=cursor, blocked_by=blocked)
@@ -191,7 +220,9 @@ class StreamMonitor:
                 raise DataLossError(f"{self.table.url}: file groups {lost[:3]} written by instants "
                                     f"{[e.requested_time for e in emitting][:5]} are no longer readable "
                                     "(cleaned or replaced before the stream read them)")
-        return Plan(cursor=self.cursor_of(batch[-1]), splits=splits, instants=batch, blocked_by=blocked)
+        last = self.cursor_of(batch[-1])
+        moved = cursor is None or self.cursor_key(last) > self.cursor_key(cursor)
+        return Plan(cursor=last if moved else cursor, splits=splits, instants=batch, blocked_by=blocked)
 
     def _check_schema(self, e: TimelineEntry, schema_json: str | None) -> None:
         ref = self.options.reference_schema

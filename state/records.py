@@ -85,10 +85,25 @@ class _StateHead(_Record):
     committed_seq: int
 
 
-class StateRecord(_StateHead):
+class Format2StateRecord(_StateHead):
     """The body of a format-2 state file: the splits live in the segments it names."""
 
     segments: list[SegmentRecord]
+
+
+class StateRecord(Format2StateRecord):
+    """The body of a format-3 state file: format 2, plus who the state belongs to and what it has accounted for.
+
+    ``stream_id`` is carried in every offset the source returns, so a Spark checkpoint and a state folder that
+    do not belong together are told apart. ``known_instants`` (table v8/v9; ``None`` on v6, whose instants are
+    taken in requested-time order and cannot be late) maps the requested time of every completed write still in
+    the active timeline that the stream has planned or that its start position covered to its completion time:
+    an instant completed at or before the cursor that is not in it is *late* and is planned still.
+    """
+
+    stream_id: str
+    known_instants: dict[str, str] | None
+    late_instants: int
 
 
 class Format1SplitRecord(SplitRecord):

@@ -2,13 +2,15 @@
 
 Spark stores only a compact offset per micro-batch; everything ``partitions(start, end)`` needs to rebuild a
 batch after a crash lives here, written *before* ``latestOffset`` returns the offset that refers to it.
-Every save writes a new immutable file ``state-<version>.json`` (temp + rename on local disks; object
-stores have atomic puts), so a crash mid-write never damages the previous state. Each file carries a
-SHA-256 of its body and the identity of the table and stream it belongs to: a torn or foreign file is
-detected and never trusted.
+Every save writes a new immutable file ``state-<version>.json``, created exclusively (a hard link of a
+complete temporary file on local disks, a conditional PUT on S3), so a crash mid-write never damages the
+previous state and two queries sharing a folder cannot both write version N: the second is refused instead
+of one silently overwriting the other. Each file carries a SHA-256 of its body and the identity of the table
+and stream it belongs to: a torn or foreign file is detected and never trusted.
 
-The planned splits live in immutable *segment* files ``splits-<first seq>-<last seq>.json``, one per save
-that planned new splits, named with their SHA-256 in the state file. A state file stays small however many
+The planned splits live in immutable *segment* files ``splits-<first seq>-<last seq>-<writer>.json``, one per
+save that planned new splits, named with their SHA-256 in the state file (the writer token keeps a second
+query's segment from replacing one that the first one's state names). A state file stays small however many
 splits are pending (a first snapshot of a large table plans one per file group), so committing a batch
 rewrites kilobytes, not the whole queue; a segment leaves when every split in it is committed.
 
@@ -20,16 +22,20 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import posixpath
 import re
+import uuid
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ..errors import StateError
 from ..hoodie.storage import Storage
 from ..monitor import Cursor, Split
 from .records import (
     Format1StateRecord,
+    Format2StateRecord,
     PlannedSplitRecord,
     SegmentRecord,
     StateRecord,
@@ -42,10 +48,10 @@ from .records import (
 log = logging.getLogger(__name__)
 
 FORMAT = "hudi-streaming-state"
-FORMAT_VERSION = 2  # 1: splits inline in the state file (still read)
+FORMAT_VERSION = 3  # 1: splits inline in the state file; 2: no stream identity nor known instants (both read)
 KEEP_VERSIONS = 10
 _FILE = re.compile(r"^state-(\d{12})\.json$")
-_SEGMENT = re.compile(r"^splits-\d{12}-\d{12}\.json$")
+_SEGMENT = re.compile(r"^splits-\d{12}-\d{12}(-[0-9a-f]{12})?\.json$")
 _SEGMENT_FILE = TypeAdapter(list[PlannedSplitRecord])
 _R = TypeVar("_R", bound=BaseModel)
 
@@ -64,12 +70,19 @@ class PlannedSplit(BaseModel):
 class StreamState(BaseModel):
     table_url: str
     table_name: str
+    #: who this state belongs to: every offset the source returns carries it (``sid``)
+    stream_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     cursor: Cursor | None = None  # last instant planned
     started: bool = False  # the start position (snapshot / latest / instant) has been planned
     next_seq: int = 0
     next_round: int = 0
     splits: list[PlannedSplit] = []
     committed_seq: int = 0  # splits below this are delivered and pruned
+    #: v8/v9: requested → completion time of the completed writes still in the active timeline that the stream
+    #: has accounted for (planned, or covered by its start); None: not tracked yet (v6, or a format-1/2 state)
+    known: dict[str, str] | None = None
+    #: instants planned after a later one (completed at or before the cursor, visible only afterwards)
+    late_instants: int = 0
 
     def pending_from(self, seq: int) -> list[PlannedSplit]:
         return [p for p in self.splits if p.seq >= seq]
@@ -82,6 +95,8 @@ class StateStore:
         self.storage = Storage(location, storage_options)
         self.location = location
         self.version = -1
+        #: names this store's segment files, so that another writer's cannot replace them
+        self._token = uuid.uuid4().hex[:12]
         #: the segments the newest state file names
         self._segments: list[SegmentRecord] = []
 
@@ -116,13 +131,13 @@ class StateStore:
         """The state of one file, converted from the checkpoint's records at this boundary (``records``)."""
         where = f"{self.location}/state-{version:012d}.json"
         format_version, body = _open_envelope(self.storage.read_bytes(f"state-{version:012d}.json"), where)
-        record: StateRecord | Format1StateRecord
+        record: StateRecord | Format2StateRecord | Format1StateRecord
         if format_version == 1:
             record = _validated(Format1StateRecord, body, where)
             planned: list[PlannedSplitRecord] = list(record.splits)
             segments: list[SegmentRecord] = []
         else:
-            record = _validated(StateRecord, body, where)
+            record = _validated(Format2StateRecord if format_version == 2 else StateRecord, body, where)
             segments = record.segments
             planned = self._read_segments(record, where)
         state = StreamState(table_url=record.table_url, table_name=record.table_name,
@@ -131,10 +146,13 @@ class StateStore:
                             splits=[PlannedSplit(seq=p.seq, round=p.round, instants_in_round=p.instants_in_round,
                                                  split=split_of(p.split)) for p in planned],
                             committed_seq=record.committed_seq)
+        if isinstance(record, StateRecord):  # formats 1 and 2 name no stream (a new one from here on), know no instants
+            state.stream_id, state.known, state.late_instants = (record.stream_id, record.known_instants,
+                                                                 record.late_instants)
         self._segments = segments
         return state
 
-    def _read_segments(self, record: StateRecord, where: str) -> list[PlannedSplitRecord]:
+    def _read_segments(self, record: Format2StateRecord, where: str) -> list[PlannedSplitRecord]:
         """The pending splits of the named segments, checked against their digests and for gaps."""
         splits = []
         for seg in record.segments:
@@ -163,18 +181,25 @@ class StateStore:
             data = json.dumps([PlannedSplitRecord(seq=p.seq, round=p.round, instants_in_round=p.instants_in_round,
                                                   split=split_record(p.split)).model_dump(mode="json")
                                for p in new]).encode()
-            name = f"splits-{new[0].seq:012d}-{new[-1].seq:012d}.json"
-            self.storage.write_bytes_atomic(name, data)
+            name = f"splits-{new[0].seq:012d}-{new[-1].seq:012d}-{self._token}.json"
+            self._create(name, data)
             keep.append(SegmentRecord(name=name, first=new[0].seq, last=new[-1].seq,
                                       sha256=hashlib.sha256(data).hexdigest()))
         body = StateRecord(table_url=state.table_url, table_name=state.table_name,
                            cursor=cursor_record(state.cursor) if state.cursor is not None else None,
                            started=state.started, next_seq=state.next_seq, next_round=state.next_round,
-                           committed_seq=state.committed_seq, segments=keep).model_dump(mode="json")
+                           committed_seq=state.committed_seq, segments=keep, stream_id=state.stream_id,
+                           known_instants=state.known, late_instants=state.late_instants).model_dump(mode="json")
         doc = {"format": FORMAT, "format_version": FORMAT_VERSION,
                "sha256": hashlib.sha256(_canonical(body)).hexdigest(), "state": body}
+        name = f"state-{self.version + 1:012d}.json"
+        try:
+            self._create(name, json.dumps(doc).encode())
+        except FileExistsError:
+            raise StateError(f"{self.location}/{name}: written by another query while this one holds the state; "
+                             "two live queries share this stateLocation — give each query its own (the state "
+                             "files are the same as before this write)") from None
         self.version += 1
-        self.storage.write_bytes_atomic(f"state-{self.version:012d}.json", json.dumps(doc).encode())
         self._segments = keep
         named = {g.name for g in keep}
         for info in self.storage.list_dir(""):
@@ -186,6 +211,30 @@ class StateStore:
                 except FileNotFoundError:
                     pass
 
+    def _create(self, rel: str, data: bytes) -> None:
+        """Write a new immutable file whole and only if no file of that name exists (``FileExistsError``).
+
+        Local disks: a complete temporary file hard-linked to the name (``link`` fails if it exists; readers never
+        see a partial file). Object stores: a conditional PUT (s3fs's ``mode="create"``: ``If-None-Match: *``),
+        visible only when complete. Other fsspec stores check first, which is exclusive within a process only.
+        """
+        target = self.storage.full(rel)
+        fs = self.storage.fs
+        protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+        if "file" in protocols or "local" in protocols:
+            fs.makedirs(posixpath.dirname(target), exist_ok=True)
+            tmp = f"{posixpath.dirname(target)}/.hoodie-streaming-tmp-{uuid.uuid4().hex}"
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.link(tmp, target)
+            finally:
+                os.unlink(tmp)
+        else:
+            fs.pipe_file(target, data, mode="create")
+
 
 def _open_envelope(raw: bytes, where: str) -> tuple[int, dict]:
     """The format version and body of a state file, after checking its format and checksum."""
@@ -193,7 +242,7 @@ def _open_envelope(raw: bytes, where: str) -> tuple[int, dict]:
         doc = json.loads(raw)
         body = doc["state"]
         digest = doc["sha256"]
-        if doc.get("format") != FORMAT or doc.get("format_version") not in (1, FORMAT_VERSION):
+        if doc.get("format") != FORMAT or doc.get("format_version") not in (1, 2, FORMAT_VERSION):
             raise StateError(f"{where}: not a hudi-streaming state file (format {doc.get('format')!r} "
                              f"version {doc.get('format_version')!r})")
     except (ValueError, KeyError, TypeError):

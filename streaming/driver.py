@@ -6,12 +6,16 @@ metrics — is one idea that tests can drive without a Spark session. It imports
 ``source.py`` turns Spark's ``ReadLimit`` into a :class:`BatchLimit` and wraps each task's input in its
 ``InputPartition``.
 
-Offsets are ``{"rec": r, "seq": s, "v": 2}``: every split with a lower sequence number is delivered, and
-split ``s`` up to record ``r``. ``v`` names the order of a split's rows that ``r`` counts in (2: untouched base
-rows, updated rows, log-only inserts); an offset inside a split in another order is refused, never misread.
-The split queue itself lives in the state files (``state/``), written before ``latest_offset`` returns an
-offset that refers to it, because after a crash Spark calls ``partitions(start, end)`` for the uncommitted
-batch in a new process before anything else.
+Offsets are ``{"rec": r, "seq": s, "sid": id, "v": 2}``: every split with a lower sequence number is
+delivered, and split ``s`` up to record ``r``. ``v`` names the order of a split's rows that ``r`` counts in (2:
+untouched base rows, updated rows, log-only inserts); an offset inside a split in another order is refused,
+never misread. ``sid`` names the stream whose state planned the splits. The split queue itself lives in the
+state files (``state/``), written before ``latest_offset`` returns an offset that refers to it, because after a
+crash Spark calls ``partitions(start, end)`` for the uncommitted batch in a new process before anything else.
+
+Every offset Spark hands back is checked against the state before it is used (:meth:`StreamDriver._explain`): a
+state folder that is empty, another stream's, or older or newer than Spark's checkpoint is refused with what to
+do, never silently re-planned (which would apply Spark's old offset to new splits: changes lost and doubled).
 """
 from __future__ import annotations
 
@@ -53,8 +57,9 @@ def canonical(offset: dict) -> dict:
     return json.loads(json.dumps(offset, sort_keys=True))
 
 
-def make_offset(seq: int, rec: int) -> dict:
-    return canonical({"v": OFFSET_VERSION, "seq": seq, "rec": rec})
+def make_offset(seq: int, rec: int, sid: str | None = None) -> dict:
+    """An offset; ``sid`` (the stream's identity) is left out only of the initial offset, which no state owns."""
+    return canonical({"v": OFFSET_VERSION, "seq": seq, "rec": rec, **({"sid": sid} if sid else {})})
 
 
 def position(offset: dict, location: str) -> tuple[int, int]:
@@ -180,6 +185,8 @@ class StreamDriver:
         self.output = reference_schema
         self.table = HudiTable(opts.path, opts.storage or None)
         self.store = StateStore(self.location, opts.storage or None)
+        #: the instant the user started the stream at: late instants completed before it are not delivered
+        self.floor = None if opts.starting_instant in ("earliest", "latest") else instant_of(opts.starting_instant)
         self.state: StreamState = (self.store.load(self.table.url, self.table.config.name)
                                    or StreamState(table_url=self.table.url, table_name=self.table.config.name))
         self.monitor = StreamMonitor(self.table, MonitorOptions(
@@ -226,6 +233,7 @@ class StreamDriver:
             st.cursor = self.monitor.latest_cursor()
         else:
             st.cursor = self.monitor.cursor_at(instant_of(o.starting_instant))
+        st.known = self.monitor.accounted(st.cursor) if self.monitor.v8 else None
         st.started = True
         self.store.save(st)
 
@@ -248,23 +256,68 @@ class StreamDriver:
             if self.available_now and self.target is None:
                 break
             try:
-                plan = self.monitor.plan_next(st.cursor, self._round_size())
+                plan = self.monitor.plan_next(st.cursor, self._round_size(), known=self._known(), floor=self.floor)
             except DataLossError as e:
                 if self.opts.fail_on_data_loss:
                     raise
                 plan = self._recover(e)
             self.blocked_by = plan.blocked_by
-            self._caught_up = plan.cursor == st.cursor
+            self._caught_up = not plan.instants
             if self._caught_up:
                 break
+            self._check_late(plan)
             self._append(plan.splits, len(plan.instants))
             st.cursor = plan.cursor
+            self._remember(plan)
             changed = True
             if plan.splits:
                 break
         if changed:
             self.store.save(st)
         return changed
+
+    def _known(self) -> dict[str, str] | None:
+        """The instants the stream has accounted for (v8/v9); a state from before they were tracked starts from
+        everything completed up to its cursor."""
+        st = self.state
+        if self.monitor.v8 and st.known is None and st.started:
+            st.known = self.monitor.accounted(st.cursor)
+        return st.known
+
+    def _remember(self, plan: Plan) -> None:
+        """Account for a planned round; forget instants archived since (no longer in the active timeline, they
+        cannot turn up late any more), which keeps the state as small as the active timeline."""
+        st = self.state
+        if st.known is None:
+            return
+        if plan.snapshot:  # failOnDataLoss=false restarted from a snapshot: it covers everything up to its cursor
+            st.known = self.monitor.accounted(plan.cursor)
+            return
+        st.known.update({e.requested_time: e.completion_time or "" for e in plan.instants})
+        active = {e.requested_time for e in self.table.timeline.completed_writes()}
+        st.known = {r: c for r, c in st.known.items() if r in active}
+
+    def _check_late(self, plan: Plan) -> None:
+        """Count and report the round's late instants; one later than ``lateInstantWindowSeconds`` is a data-loss
+        event: a sink may already have moved past the time its changes belong to."""
+        st, cursor = self.state, self.state.cursor
+        if cursor is None or not self.monitor.v8:
+            return
+        late = [e for e in plan.instants if self.monitor.cursor_key(self.monitor.cursor_of(e))
+                <= self.monitor.cursor_key(cursor)]
+        for e in late:
+            st.late_instants += 1
+            behind = _seconds_between(self.monitor.cursor_of(e), cursor) or 0.0
+            what = (f"{self.table.url}: instant {e.requested_time} completed at {e.completion_time}, {behind:.3f} s "
+                    f"before the stream's cursor {cursor.completion}, and became visible only now (late)")
+            if behind > self.opts.late_instant_window_seconds:
+                if self.opts.fail_on_data_loss:
+                    raise DataLossError(f"{what}: later than lateInstantWindowSeconds="
+                                        f"{self.opts.late_instant_window_seconds}; the sink may have moved past it. "
+                                        "Deliver it anyway with failOnDataLoss=false, or widen the window")
+                log.error("hudi_streaming: %s; delivering it (failOnDataLoss=false)", what)
+            else:
+                log.warning("hudi_streaming: %s; delivering it in the next batch", what)
 
     def _recover(self, error: DataLossError) -> Plan:
         """failOnDataLoss=false: log the lost range and continue from a snapshot of the table as it is now."""
@@ -279,27 +332,54 @@ class StreamDriver:
         return self.opts.max_instants_per_trigger
 
     # -- offsets -----------------------------------------------------------------------------------------------
+    def _explain(self, offset: dict) -> tuple[int, int]:
+        """The position of an offset Spark hands back, once the state is shown to have served it.
+
+        Refused (one line naming the state folder, the offset and what to do): an empty state folder with a
+        checkpoint past its start (deleted, moved, mistyped), another stream's state, or a state older or newer
+        than Spark's checkpoint (another query's, or a checkpoint restored from an older copy). Never a silent
+        restart.
+        """
+        st = self.state
+        seq, rec = position(offset, self.location)
+        sid = offset.get("sid")
+        problem = None
+        if self.store.version < 0 and ((seq, rec) != (0, 0) or sid is not None):
+            problem = "holds no state, but Spark's checkpoint is past the start of a stream"
+        elif sid is not None and sid != st.stream_id:
+            problem = f"holds stream {st.stream_id}, but Spark's checkpoint is a position in stream {sid}"
+        elif seq < st.committed_seq:
+            problem = (f"has delivered every split below {st.committed_seq}, but Spark's checkpoint is at split {seq} "
+                       "(the state is newer than the checkpoint)")
+        elif seq > st.next_seq or (seq == st.next_seq and rec > 0):
+            problem = (f"has planned splits below {st.next_seq} only, but Spark's checkpoint is at split {seq} "
+                       "(the state is older than the checkpoint)")
+        if problem:
+            raise StateError(f"stateLocation {self.location} {problem} (offset {json.dumps(offset, sort_keys=True)}): "
+                             "the state folder does not belong to this checkpoint. Restore the stream's own state "
+                             "folder, or start a new stream: a new checkpointLocation and a new stateLocation")
+        return seq, rec
+
     def latest_offset(self, start: dict, limit: BatchLimit) -> dict:
+        seq, rec = self._explain(start)
         if not self.state.started:
             self._start()
-        seq, rec = position(start, self.location)
         if not self.state.pending_from(seq) or (seq == self.state.next_seq):
             self._poll()
         pending = self.state.pending_from(seq)
         if not pending:
-            return make_offset(seq, rec)
+            return make_offset(seq, rec, start.get("sid"))
         (end_seq, end_rec), self.last_batch = admit(pending, seq, rec, limit.within(self.opts))
         b = self.last_batch
         log.info("hudi_streaming: batch of %d splits (about %d rows, %d bytes, %d instants) up to split %d record %d; "
                  "%d splits left after it", b["splits"], b["rowsEstimate"], b["bytesEstimate"], b["instants"],
                  end_seq, end_rec, sum(1 for p in pending if p.seq >= end_seq))
-        return make_offset(end_seq, end_rec)
+        return make_offset(end_seq, end_rec, self.state.stream_id)
 
     def partitions(self, start: dict, end: dict, make: TaskFactory) -> list[Task]:
         """The batch ``start``..``end`` as tasks: all ranges of one file group in one task, in sequence order
         (keeps per-key order within one task), made by ``make``."""
-        where = self.location
-        (s_seq, s_rec), (e_seq, e_rec) = position(start, where), position(end, where)
+        (s_seq, s_rec), (e_seq, e_rec) = self._explain(start), self._explain(end)
         if (s_seq, s_rec) == (e_seq, e_rec):
             return []
         by_seq = {p.seq: p for p in self.state.splits}
@@ -328,7 +408,7 @@ class StreamDriver:
         """Progress a user reads in ``query.lastProgress`` (Spark shows it as the source's latestOffset)."""
         st = self.state
         pending = st.pending_from(st.committed_seq)
-        behind, _ = self.monitor.completed_after(st.cursor)
+        behind, _ = self.monitor.completed_after(st.cursor, known=st.known, floor=self.floor)
         latest = self.monitor.cursor_of(behind[-1]) if behind else st.cursor
         return canonical({"cursor": st.cursor.requested if st.cursor else None,
                           "latestInstant": latest.requested if latest else None,
@@ -338,6 +418,7 @@ class StreamDriver:
                           "pendingRowsEstimate": sum(p.split.est_rows for p in pending),
                           "pendingBytesEstimate": sum(p.split.est_bytes for p in pending),
                           "lastBatch": self.last_batch,
+                          "lateInstants": st.late_instants,
                           **self._retention(pending, behind),
                           "blockedByPendingInstant": self.blocked_by})
 

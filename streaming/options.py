@@ -46,6 +46,8 @@ class SourceOptions(BaseModel):
     merge_type: str = Field(default="payload_combine", alias="mergeType")
     mini_batch_size: int = Field(default=65536, alias="miniBatchSize", gt=0)
     fail_on_data_loss: bool = Field(default=True, alias="failOnDataLoss")
+    #: v8/v9: how much earlier than the cursor a late instant may have completed and still be delivered quietly
+    late_instant_window_seconds: int = Field(default=3600, alias="lateInstantWindowSeconds", ge=0)
     allow_schema_changes: bool = Field(default=False, alias="allowSchemaChanges")
     hoodie: dict[str, str] = Field(default_factory=dict)
     #: fsspec storage options; kept out of the repr, which would print credentials

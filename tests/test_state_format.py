@@ -97,25 +97,38 @@ def test_a_checkpoint_of_each_format_reads_back_every_field(fmt):
     assert state.pending_from(3) == PLANNED[3:]
 
 
-def test_todays_store_writes_format2_byte_for_byte(tmp_path):
-    """The same saves through the records write the very files the format-2 code wrote."""
+def test_todays_store_writes_format3_with_the_format2_content_and_the_streams_identity(tmp_path):
+    """The same saves write format 3: format 2's fields and segments unchanged (but for the writer token in the
+    segments' names), plus the stream identity, the known instants and the late-instant count."""
     _write_stream(StateStore(str(tmp_path)))
-    written = sorted(p.name for p in tmp_path.iterdir())
-    assert written == sorted(p.name for p in (STATE / "format2").iterdir())
-    for name in written:
-        assert (tmp_path / name).read_bytes() == (STATE / "format2" / name).read_bytes(), name
+    names = sorted(p.name for p in tmp_path.iterdir())
+    old = sorted(p.name for p in (STATE / "format2").iterdir())
+    assert [n.rsplit("-", 1)[0] if n.startswith("splits-") else n for n in names] == \
+        [n.removesuffix(".json") if n.startswith("splits-") else n for n in old]
+    for new_name, old_name in zip(names, old):
+        new_doc, old_doc = json.loads((tmp_path / new_name).read_bytes()), json.loads((STATE / "format2" / old_name)
+                                                                                     .read_bytes())
+        if new_name.startswith("splits-"):
+            assert new_doc == old_doc
+            continue
+        assert new_doc["format_version"] == 3
+        extra = {k: new_doc["state"].pop(k) for k in ("stream_id", "known_instants", "late_instants")}
+        assert len(extra["stream_id"]) == 32 and extra["known_instants"] is None and extra["late_instants"] == 0
+        for seg in new_doc["state"]["segments"] + old_doc["state"]["segments"]:
+            seg.pop("name")
+        assert new_doc["state"] == old_doc["state"]
 
 
 @pytest.mark.parametrize("fmt", ["format1", "format2"])
 def test_a_loaded_checkpoint_saved_and_loaded_again_is_equal(fmt, tmp_path):
-    """A format-1 checkpoint continues in format 2 (its pending splits go into a segment) without a change."""
+    """An older checkpoint continues in format 3 (format 1's pending splits go into a segment) without a change."""
     folder = _copy(fmt, tmp_path)
     store = StateStore(str(folder))
     state = store.load(URL, NAME)
     assert state is not None
     store.save(state)
     assert StateStore(str(folder)).load(URL, NAME) == state
-    assert json.loads((folder / "state-000000000003.json").read_bytes())["format_version"] == 2
+    assert json.loads((folder / "state-000000000003.json").read_bytes())["format_version"] == 3
     state.splits, state.committed_seq = state.splits[2:], 3  # a commit after the upgrade
     store.save(state)
     assert StateStore(str(folder)).load(URL, NAME) == state
@@ -158,7 +171,9 @@ def test_format1_splits_written_before_replaced_by_and_prior_existed_read_as_non
     _edit(folder, "state-000000000002.json", drop)
     assert "replaced_by" not in json.loads((folder / "state-000000000002.json").read_bytes())["state"]["splits"][0][
         "split"]
-    assert StateStore(str(folder)).load(URL, NAME) == StateStore(str(STATE / "format1")).load(URL, NAME)
+    fresh_identity = {"stream_id"}  # formats 1 and 2 name no stream: each load gives the state a new identity
+    assert StateStore(str(folder)).load(URL, NAME).model_dump(exclude=fresh_identity) == \
+        StateStore(str(STATE / "format1")).load(URL, NAME).model_dump(exclude=fresh_identity)
 
 
 #: the planner's Split with ``est_rows`` renamed: the converter's ``est_rows=`` is ignored, the new field defaulted

@@ -38,11 +38,16 @@ class TimelineReveal:
                 shutil.move(self.timeline / n, hidden / n)
         self.revealed = 0
 
-    def reveal_next(self) -> str | None:
-        """Make the next instant completed on the timeline (requested, inflight, then the completed file)."""
-        if self.revealed >= len(self.instants):
+    def reveal_next(self, skip: int = 0) -> str | None:
+        """Make the next instant completed on the timeline (requested, inflight, then the completed file).
+
+        ``skip`` reveals one that many instants further on first: the skipped ones then complete *late* — after
+        an instant that completed later than they did, as when two writers' clocks or renames disagree.
+        """
+        if self.revealed + skip >= len(self.instants):
             return None
-        t = self.instants[self.revealed]
+        t = self.instants.pop(self.revealed + skip)
+        self.instants.insert(self.revealed, t)
         for n in sorted(self.files[t], key=lambda n: (not n.endswith(".requested"), not n.endswith(".inflight"))):
             shutil.move(self.hidden / n, self.timeline / n)
         self.revealed += 1

@@ -49,13 +49,21 @@ def encode_payload(schema: dict, records: list[dict]) -> bytes:
 
 
 def both_decoders(schema_json: str, payload: bytes, count: int, columns=None) -> tuple[pa.Table, pa.Table | None]:
-    """(reference result, fast result or None when the fast decoder declined), both as returned to callers."""
+    """(reference result, fast result or None when the fast decoder declined or its result failed the
+    re-encoding check), both as returned to callers."""
     plan = avro_arrow._plan(schema_json, None if columns is None else tuple(columns))
     view = memoryview(payload)
     lengths = avro_arrow._record_lengths(view, count, "test")
-    reference = avro_arrow._to_target(avro_arrow._decode_fastavro(plan, view, lengths, "test"), plan, "test")
+    reference = avro_arrow._decode_fastavro(plan, view, lengths, "test")
+    assert avro_arrow._misread(reference, plan, view, lengths) is None
     fast = avro_arrow._decode_polars(plan, view, lengths) if plan.ocf_header is not None else None
-    return reference, None if fast is None else avro_arrow._to_target(fast, plan, "test")
+    if fast is not None and avro_arrow._misread(fast, plan, view, lengths) is not None:
+        fast = None
+
+    def as_returned(table: pa.Table) -> pa.Table:
+        return avro_arrow._to_target(table.select(list(plan.columns)), plan, "test")
+
+    return as_returned(reference), None if fast is None else as_returned(fast)
 
 
 def assert_tables_identical(actual: pa.Table, expected: pa.Table) -> None:
@@ -457,9 +465,8 @@ def test_zero_records():
 
 COLOR = {"type": "enum", "name": "Color", "symbols": ["RED", "GREEN", "BLUE"]}
 STRINGS_MAP = pa.map_(pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string(), nullable=False))
-#: Avro features polars' reader cannot decode: (Avro field, Arrow field, value maker).
-FALLBACK_FEATURES = {
-    "null type": ({"name": "v", "type": "null"}, pa.field("v", pa.null()), lambda rng: None),
+#: Decimals wider than polars' 128 bits: both decoders read their raw bytes, so both decode them.
+WIDE_DECIMALS = {
     "decimal256 bytes": (
         {"name": "v", "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 40, "scale": 5}]},
         pa.field("v", pa.decimal256(40, 5)), lambda rng: Decimal(rng.randrange(-10**40 + 1, 10**40)).scaleb(-5)),
@@ -467,6 +474,10 @@ FALLBACK_FEATURES = {
         {"name": "v", "type": {"type": "fixed", "name": "F20", "size": 20, "logicalType": "decimal",
                                "precision": 45}},
         pa.field("v", pa.decimal256(45, 0), nullable=False), lambda rng: Decimal(rng.randrange(-10**45 + 1, 10**45))),
+}
+#: Avro features polars' reader cannot decode: (Avro field, Arrow field, value maker).
+FALLBACK_FEATURES = {
+    "null type": ({"name": "v", "type": "null"}, pa.field("v", pa.null()), lambda rng: None),
     "enum": ({"name": "v", "type": COLOR}, pa.field("v", pa.string(), nullable=False),
              lambda rng: rng.choice(COLOR["symbols"])),
     "nullable enum": ({"name": "v", "type": [COLOR, "null"]}, pa.field("v", pa.string()),
@@ -481,18 +492,22 @@ FALLBACK_FEATURES = {
 }
 
 
-@pytest.mark.parametrize("feature", sorted(FALLBACK_FEATURES))
-def test_features_left_to_fastavro(feature):
-    avro_field, arrow_field, make = FALLBACK_FEATURES[feature]
+@pytest.mark.parametrize("feature", sorted(FALLBACK_FEATURES) + sorted(WIDE_DECIMALS))
+def test_features_polars_cannot_decode_itself(feature):
+    """Left to fastavro (no fast path for the schema), or, for decimals polars cannot hold, read by both
+    decoders as raw bytes and converted alike."""
+    avro_field, arrow_field, make = {**FALLBACK_FEATURES, **WIDE_DECIMALS}[feature]
     schema = {"type": "record", "name": "r", "fields": [{"name": "k", "type": "string"}, avro_field]}
     rng = random.Random(3)
     records = [{"k": str(i), "v": make(rng)} for i in range(30)]
     expected = oracle(records, pa.schema([pa.field("k", pa.string(), nullable=False), arrow_field]))
     assert arrow_schema_from_avro(schema) == expected.schema
-    assert avro_arrow._plan(json.dumps(schema), None).ocf_header is None
-    table = decode_avro_records(json.dumps(schema), encode_payload(schema, records), len(records))
-    assert_tables_identical(table, expected)
-    assert records_to_avro_dicts(table, json.dumps(schema)) == records
+    payload = encode_payload(schema, records)
+    reference, fast = both_decoders(json.dumps(schema), payload, len(records))
+    assert (fast is None) == (feature in FALLBACK_FEATURES)
+    for table in (decode_avro_records(json.dumps(schema), payload, len(records)), reference, fast or reference):
+        assert_tables_identical(table, expected)
+    assert records_to_avro_dicts(reference, json.dumps(schema)) == records
 
 
 def test_invalid_decimal_annotation_is_ignored():
@@ -573,17 +588,17 @@ def test_bad_lengths():
     assert isinstance(decode_or_corrupt(payload, 3), CorruptFileError)
 
 
-def test_record_shorter_than_its_length():
-    """Hudi's Java reader decodes each record from its own slice and skips to the next by the length, so
-    unread bytes inside a record's slice are ignored; both decoders must agree on the result."""
+@pytest.mark.parametrize("fast", [True, False])
+def test_record_longer_than_its_values_is_corrupt(fast, monkeypatch):
+    """Hudi's Java reader decodes each record from its own slice and skips to the next by the length, so it
+    would ignore bytes left inside a record's slice; no writer leaves any, so they are damage (the length,
+    or the bytes inside, were hit), and both decoders say so instead of one of them reading on."""
+    monkeypatch.setattr(avro_arrow, "FAST_DECODER", fast)
     first = encode_payload(SMALL, SMALL_RECORDS[:1])
     payload = struct.pack(">i", len(first) - 4 + 2) + first[4:] + b"\x07\x07" + encode_payload(SMALL, SMALL_RECORDS[1:])
-    table = decode_or_corrupt(payload, 3)
-    assert_tables_identical(table, oracle(SMALL_RECORDS, arrow_schema_from_avro(SMALL)))
-    if avro_arrow.polars is not None:  # the fast decoder notices it is off the record boundaries
-        plan = avro_arrow._plan(json.dumps(SMALL), None)
-        view = memoryview(payload)
-        assert avro_arrow._decode_polars(plan, view, avro_arrow._record_lengths(view, 3, "")) is None
+    error = decode_or_corrupt(payload, 3)
+    assert isinstance(error, CorruptFileError)
+    assert f"record 0 is {len(first) - 2} bytes but its values take {len(first) - 4}" in str(error)
 
 
 def test_garbage_records_never_escape_as_other_errors():

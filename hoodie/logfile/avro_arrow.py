@@ -7,32 +7,35 @@ and :func:`decode_avro_records` always returns a table of that schema.
 Avro decoding is the reader's bottleneck, so there are two decoders behind one entry point:
 
 * the **reference** decoder: fastavro, one record at a time, then ``pyarrow.Table.from_pylist``. It is slow
-  (~0.1M records/s) but simple and strict, and it decides every case the fast decoder cannot.
+  (~0.1M records/s) but simple, and it decides every case the fast decoder cannot.
 * the **fast** decoder: the block is rewrapped as an in-memory Avro object-container file (OCF) and decoded by
   polars' native Avro reader (~10x faster). The length prefixes of the records are not stripped: the OCF's
   schema gets an extra leading ``fixed(4)`` field, so each ``int32 length | record`` of the block reads as one
   record of the OCF and the block content is the OCF's data block unchanged (no per-record Python work).
-  Comparing that decoded field with the lengths also proves that polars stayed on the record boundaries.
 
 Both decoders read the same *decode schema*, which has the writer schema's binary encoding but is easier to
 decode: no properties that do not change the encoding (doc, default, aliases, ``avro.java.string``, ...), no
 date/time/timestamp/uuid logical types (both decoders return the raw ints and strings and one set of Arrow
 casts makes the target types), and every ``map<V>`` written as ``array<record{key: string, value: V}>`` (the
-same bytes; polars cannot decode maps; the entries become a map again at the end, without copying). Decimals
-keep their logical type: both decoders turn the two's-complement bytes into decimals.
+same bytes; polars cannot decode maps; the entries become a map again at the end, without copying), and every
+decimal as its raw bytes (writers differ in how many sign bytes they write, see :mod:`.avro_canonical`;
+:func:`_decimals` makes the decimals, for both decoders alike, and polars then reads decimals of any width).
 
 polars releases the GIL while decoding, so a large block is cut into runs of records decoded by parallel
 threads. Schemas with features polars cannot decode take the reference decoder for all their blocks: enums
-(polars panics on an enum below a union), ``[T]`` single-branch unions, the ``null`` type, decimals wider
-than 38 digits. Spark-written Hudi tables have none of these (Hudi writes enums as strings).
+(polars panics on an enum below a union), ``[T]`` single-branch unions, the ``null`` type. Spark-written
+Hudi tables have none of these (Hudi writes enums as strings).
 
-The block structure (lengths, record count) is validated before either decoder runs. Any failure of the fast
-decoder (polars error or panic, lost record boundaries) hands the block to the reference decoder, which
-raises :class:`~hoodie.errors.CorruptFileError` if the block really is bad. The fast decoder is less strict
-about record *content* (polars reads an out-of-range union branch index as the non-null branch, and does not
-check decimals against their precision), so on a block whose lengths are right but whose records are
-garbage it may return garbage instead of raising. polars is optional: without it every block takes the
-reference decoder.
+The block structure (lengths, record count) is validated before either decoder runs, and neither decoder's
+result is trusted: both are lenient about record content (polars reads any union index but the null one as
+the value and any boolean byte but 1 as false; fastavro reads a negative union index from the end and any
+nonzero boolean as true; neither notices bytes left in a record after its last value), so a result counts
+only when its values encode back to exactly the bytes of every record (:mod:`.avro_canonical`). A fast
+result that fails that, or any failure of the fast decoder (polars error or panic), hands the block to the
+reference decoder, whose result must pass the same check or the block raises
+:class:`~hoodie.errors.CorruptFileError`. So the fast path returns exactly what the reference returns, and
+neither returns values other than the ones the bytes encode. polars is optional: without it every block
+takes the reference decoder.
 """
 from __future__ import annotations
 
@@ -50,10 +53,12 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 import fastavro
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import CorruptFileError, UnsupportedTableError
+from .avro_canonical import NotCanonical, binary_parts, encode_records, named_types
 
 polars: ModuleType | None  # None: not installed
 try:  # optional accelerator, see the module docstring
@@ -73,6 +78,9 @@ _OCF_SYNC = b"hoodie-avro-sync"
 _OWN_NAMESPACE = "hoodie.avro_arrow"
 #: Deepest nesting of Avro types a schema may have (Spark and Hudi schemas stay far below).
 MAX_NESTING = 64
+#: Whether blocks go to the fast decoder first (where polars and the schema allow); False sends every block to
+#: the reference decoder, which the tests use to hold the two side by side.
+FAST_DECODER = True
 # Below this many records per thread, handing a block to threads costs more than it saves.
 _RECORDS_PER_THREAD = 25_000
 _WORKERS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
@@ -249,13 +257,12 @@ class _SchemaConverter:
         size = node.get("size")
         if not isinstance(size, int) or size < 0:
             raise UnsupportedTableError(f"Avro schema: fixed {name} has invalid size {size!r}")
-        decode_json: dict = {"type": "fixed", "name": name, "size": size}
+        decode_json: dict = {"type": "fixed", "name": name, "size": size}  # a decimal's raw bytes too
         decimal = _decimal_type(node, max_bytes=size)
         if decimal is None:  # Spark reads a plain fixed as BinaryType
             result = _Converted(pa.binary(), pa.binary(), pa.binary(), False, decode_json, True)
         else:
-            decode_json.update(_decimal_props(decimal))
-            result = _Converted(decimal, decimal, decimal, False, decode_json, _polars_decimal_ok(decimal, size))
+            result = _Converted(decimal, decimal, decimal, False, decode_json, True)
         self._named[name] = result
         return result
 
@@ -264,9 +271,8 @@ class _SchemaConverter:
         logical = node.get("logicalType")
         if logical == "decimal" and kind == "bytes":
             decimal = _decimal_type(node, max_bytes=None)
-            if decimal is not None:
-                return _Converted(decimal, decimal, decimal, False, {"type": "bytes", **_decimal_props(decimal)},
-                                  _polars_decimal_ok(decimal, None))
+            if decimal is not None:  # decoded as its raw bytes (avro_canonical), converted by _exact
+                return _Converted(decimal, decimal, decimal, False, "bytes", True)
         if logical in _TEMPORAL and _TEMPORAL[logical][0] == kind:
             _, wire, target = _TEMPORAL[logical]
             return plain._replace(target=target, wire=wire)
@@ -290,19 +296,13 @@ def _decimal_type(node: dict, max_bytes: int | None) -> pa.DataType | None:
     return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
 
 
-def _decimal_props(decimal: pa.DataType) -> dict:
-    return {"logicalType": "decimal", "precision": decimal.precision, "scale": decimal.scale}
-
-
-def _polars_decimal_ok(decimal: pa.DataType, fixed_size: int | None) -> bool:
-    """polars decodes decimals into 128-bit integers: wider ones are left to fastavro."""
-    return decimal.precision <= 38 and (fixed_size is None or fixed_size <= 16)
-
-
 def _decoded_form(arrow_type: pa.DataType) -> pa.DataType:
     """``arrow_type`` as the decoders build it: every map as the list of its key/value structs (the decode
-    schema's arrays), and every nested field nullable, because polars puts nulls in the fields of a null
-    struct even where the field cannot be null. :func:`_exact` makes the exact type again."""
+    schema's arrays), every decimal as its raw two's complement bytes, and every nested field nullable,
+    because polars puts nulls in the fields of a null struct even where the field cannot be null.
+    :func:`_exact` makes the exact type again."""
+    if pa.types.is_decimal(arrow_type):
+        return pa.binary()
     if pa.types.is_map(arrow_type):
         entries = pa.struct([pa.field("key", _decoded_form(arrow_type.key_type)),
                              pa.field("value", _decoded_form(arrow_type.item_type))])
@@ -319,6 +319,8 @@ def _exact(array: pa.Array, field: pa.Field) -> pa.Array:
     nulls in fields that cannot be null (those are below null structs, where any value does). Zero-copy but
     for validity bitmaps."""
     arrow_type = field.type
+    if pa.types.is_decimal(arrow_type):
+        return _decimals(array, arrow_type)
     mask = array.is_null() if field.nullable and array.null_count else None
     if pa.types.is_struct(arrow_type):
         return pa.StructArray.from_arrays([_exact(array.field(i), f) for i, f in enumerate(arrow_type)],
@@ -333,6 +335,37 @@ def _exact(array: pa.Array, field: pa.Field) -> pa.Array:
     if array.null_count and not field.nullable:
         return pa.Array.from_buffers(arrow_type, len(array), [None, *array.buffers()[1:]], offset=array.offset)
     return array
+
+
+def _decimals(array: pa.Array, decimal_type: pa.DataType) -> pa.Array:
+    """Avro decimals (big-endian two's complement bytes of the unscaled value, of any length) as
+    ``decimal_type``; ``ValueError`` for an empty value (Java's ``BigInteger`` refuses it) or one beyond the
+    type's precision."""
+    width = decimal_type.byte_width
+    data, lengths = binary_parts(array)
+    present = array.is_valid().to_numpy(zero_copy_only=False)
+    if (lengths[present] == 0).any():
+        raise ValueError("a decimal of no bytes")
+    rows = np.repeat(np.arange(len(array)), lengths)
+    starts = np.cumsum(lengths) - lengths
+    column = np.repeat(lengths - 1 + starts, lengths) - np.arange(len(data))  # byte j of a value: column L-1-j
+    negative = np.zeros(len(array), bool)
+    negative[lengths > 0] = data[starts[lengths > 0]] >= 0x80
+    out = np.zeros((len(array), width), np.uint8)
+    out[negative] = 0xFF
+    inside = column < width
+    if not inside.all():  # longer than the type: only sign-extension bytes may be left out
+        extension = np.where(negative[rows[~inside]], 0xFF, 0)
+        if (data[~inside] != extension).any():
+            raise ValueError(f"a decimal of more than {width} bytes")
+    out[rows[inside], column[inside]] = data[inside]
+    if (negative != (out[:, -1] >= 0x80))[present].any():
+        raise ValueError(f"a decimal of more than {width} bytes")
+    decimals = pa.Array.from_buffers(decimal_type, len(array), [None, pa.py_buffer(out)])
+    if array.null_count:
+        decimals = pc.if_else(array.is_valid(), decimals, pa.scalar(None, decimal_type))
+    decimals.validate(full=True)  # ArrowInvalid (a ValueError) for a value beyond the precision
+    return decimals
 
 
 def _list_parts(array: pa.ListArray) -> tuple[pa.Array, pa.Array]:
@@ -396,6 +429,9 @@ class _Plan:
     raw: pa.Schema  # wire with ints for temporal types (the writer's input)
     decoded: pa.Schema  # _decoded_form of wire: what both decoders' values are cast to first
     staged: pa.Schema  # _decoded_form of target: the casts end here, _exact finishes
+    whole: pa.Schema  # ``decoded`` of every field: a decode is proven on all of them, then projected
+    field_types: tuple  # the decode schema's type of every field, for avro_canonical
+    named: dict  # full name -> definition of the decode schema's named types
     fastavro_schema: Any  # the parsed decode schema
     ocf_header: bytes | None  # OCF header for polars (decode schema + length-prefix field); None: no fast path
     prefix_field: str  # name of the fixed(4) field that swallows each record's length prefix
@@ -438,8 +474,10 @@ def _plan(schema_json: str, columns: tuple[str, ...] | None) -> _Plan:
     def projected(struct_type: pa.StructType, form=lambda t: t) -> pa.Schema:
         return pa.schema([field.with_type(form(field.type)) for field in map(struct_type.field, columns)])
 
+    whole = pa.schema([field.with_type(_decoded_form(field.type)) for field in record.wire])
     return _Plan(columns, projected(record.target), projected(record.wire), projected(record.raw),
-                 projected(record.wire, _decoded_form), projected(record.target, _decoded_form),
+                 projected(record.wire, _decoded_form), projected(record.target, _decoded_form), whole,
+                 tuple(f["type"] for f in decode_json["fields"]), named_types(decode_json),
                  fastavro_schema, ocf_header, prefix_field)
 
 
@@ -491,10 +529,15 @@ def decode_avro_records(schema_json: str, payload: bytes | memoryview, count: in
     lengths = _record_lengths(view, count, path)
     if not plan.columns:  # nothing to decode (a row count); a table without columns keeps its rows this way
         return pa.table({"rows": pa.nulls(count)}).select([])
-    table = _decode_polars(plan, view, lengths) if plan.ocf_header is not None and count else None
+    table = _decode_polars(plan, view, lengths) if FAST_DECODER and plan.ocf_header is not None and count else None
+    if table is not None and _misread(table, plan, view, lengths) is not None:
+        table = None  # the reference decoder decides: it raises, or reads what polars misread
     if table is None:
         table = _decode_fastavro(plan, view, lengths, path)
-    return _to_target(table, plan, path)
+        problem = _misread(table, plan, view, lengths)
+        if problem is not None:
+            raise CorruptFileError(f"{path}: {problem}")
+    return _to_target(table.select(list(plan.columns)), plan, path)
 
 
 def records_to_avro_dicts(table: pa.Table, schema_json: str) -> list[dict]:
@@ -562,8 +605,40 @@ def _record_lengths(view: memoryview, count: int, path: str) -> list[int]:
         raise CorruptFileError(f"{path}: Avro data block: {e}") from None
 
 
+def _misread(table: pa.Table, plan: _Plan, view: memoryview, lengths: list[int]) -> str | None:
+    """Why ``table`` (every field, as a decoder built it) is not what the records' bytes hold, or None.
+
+    A decode is right exactly when its values encode back to the very bytes of each record
+    (:mod:`.avro_canonical`): that catches what a lenient decoder lets through, an invalid union index or
+    boolean byte, a record whose bytes go on after its last value, and invalid UTF-8 besides.
+    """
+    try:
+        if table.schema != plan.whole:
+            table = table.cast(plan.whole)
+        table.validate(full=True)
+        data, sizes = encode_records([column.combine_chunks() for column in table.columns], list(plan.field_types),
+                                     plan.named)
+    except (NotCanonical, pa.ArrowException, ValueError) as exc:
+        return f"Avro records do not decode to valid values: {exc}"
+    expected = np.asarray(lengths, np.int64)
+    if not np.array_equal(sizes, expected):
+        record = int(np.flatnonzero(sizes != expected)[0])
+        return (f"Avro record {record} is {lengths[record]} bytes but its values take {int(sizes[record])} "
+                f"(its bytes are not what a writer makes of them)")
+    payload = np.frombuffer(view, np.uint8)
+    keep = np.ones(len(payload), bool)
+    prefixes = np.cumsum(expected + 4) - (expected + 4)
+    keep[(prefixes[:, None] + np.arange(4)).ravel()] = False
+    differ = np.flatnonzero(payload[keep] != data)
+    if len(differ):
+        record = int(np.searchsorted(np.cumsum(expected), differ[0], side="right"))
+        return (f"Avro record {record} is not encoded as Avro writes its values (an invalid union index or "
+                f"boolean, an overlong number, ...)")
+    return None
+
+
 def _decode_fastavro(plan: _Plan, view: memoryview, lengths: list[int], path: str) -> pa.Table:
-    """Reference decoder: each record from its own slice, as Hudi's Java reader does; ``plan.decoded`` types."""
+    """Reference decoder: each record from its own slice, as Hudi's Java reader does; ``plan.whole`` types."""
     read = fastavro.schemaless_reader
     schema = plan.fastavro_schema
     rows = []
@@ -576,13 +651,14 @@ def _decode_fastavro(plan: _Plan, view: memoryview, lengths: list[int], path: st
         except Exception as exc:  # fastavro raises EOFError, IndexError, UnicodeDecodeError, ValueError, ...
             raise CorruptFileError(f"{path}: Avro record {i} does not decode: {type(exc).__name__}: {exc}") from None
     try:
-        return pa.Table.from_pylist(rows, schema=plan.decoded)
-    except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:  # e.g. a decimal beyond its precision
+        return pa.Table.from_pylist(rows, schema=plan.whole)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:  # e.g. an int beyond 32 bits
         raise CorruptFileError(f"{path}: Avro records do not fit their schema: {exc}") from None
 
 
 def _decode_polars(plan: _Plan, view: memoryview, lengths: list[int]) -> pa.Table | None:
-    """Fast decoder (module docstring): polars' types for ``plan.decoded``, or None if polars cannot do it.
+    """Fast decoder (module docstring): every field in polars' types for ``plan.whole``, or None if polars
+    cannot do it.
 
     polars releases the GIL while it decodes, so a large block is cut into a few runs of records decoded in
     parallel threads.
@@ -607,15 +683,11 @@ def _decode_polars_run(plan: _Plan, view: memoryview, lengths: list[int]) -> pa.
         return None
     ocf = _Concatenation(plan.ocf_header + avro_long(len(lengths)) + avro_long(len(view)), view, _OCF_SYNC)
     try:
-        frame = polars.read_avro(io.BufferedReader(ocf), columns=[plan.prefix_field, *plan.columns])
+        frame = polars.read_avro(io.BufferedReader(ocf))
         table = frame.to_arrow(compat_level=polars.CompatLevel.newest())  # string views: the cheapest export
-        prefixes = table.column(plan.prefix_field).combine_chunks().cast(pa.binary(4))
+        return table.select(plan.whole.names) if table.num_rows == len(lengths) else None
     except (Exception, _PolarsPanic):  # a panic is a BaseException
         return None
-    expected = struct.pack(f">{len(lengths)}i", *lengths)
-    if not prefixes.equals(pa.Array.from_buffers(pa.binary(4), len(lengths), [None, pa.py_buffer(expected)])):
-        return None  # polars lost the record boundaries: a record's bytes disagree with its length
-    return table.select(list(plan.columns))
 
 
 class _Concatenation(io.RawIOBase):
@@ -680,15 +752,18 @@ if hasattr(os, "register_at_fork"):
 
 
 def _to_target(table: pa.Table, plan: _Plan, path: str) -> pa.Table:
-    """Decoded values (``plan.decoded``, or polars' large/dictionary variants of it) as the target schema."""
+    """Decoded values (``plan.decoded``, or polars' large/dictionary variants of it) as the target schema.
+
+    Decimals become decimals here (:func:`_decimals`), so a value beyond its precision fails here for both
+    decoders alike."""
     try:
         if table.schema != plan.decoded:
             table = table.cast(plan.decoded)
         if plan.staged != plan.decoded:
             table = table.cast(plan.staged)
-    except pa.ArrowInvalid as exc:  # e.g. a timestamp-millis beyond the range of timestamp[us]
+        return pa.Table.from_arrays(
+            [column if staged.type == field.type
+             else pa.chunked_array([_exact(chunk, field) for chunk in column.chunks], field.type)
+             for column, staged, field in zip(table.columns, plan.staged, plan.target)], schema=plan.target)
+    except (pa.ArrowInvalid, ValueError) as exc:  # a timestamp-millis beyond timestamp[us], a decimal's precision
         raise CorruptFileError(f"{path}: Avro values out of range for their Arrow type: {exc}") from None
-    return pa.Table.from_arrays(
-        [column if staged.type == field.type
-         else pa.chunked_array([_exact(chunk, field) for chunk in column.chunks], field.type)
-         for column, staged, field in zip(table.columns, plan.staged, plan.target)], schema=plan.target)

@@ -550,16 +550,30 @@ SMALL_RECORDS = [{"k": "key-1", "n": -5, "c": 0.5}, {"k": None, "n": 1 << 40, "c
 
 
 def decode_or_corrupt(payload, count, schema=SMALL, path="dir/.f1_001.log.1_0-1-1"):
-    """decode_avro_records, which must either return a table of the schema or raise CorruptFileError."""
-    try:
-        table = decode_avro_records(json.dumps(schema), payload, count, path=path)
-    except CorruptFileError as exc:
-        assert path in str(exc)
-        return exc
-    table.validate(full=True)
-    assert table.schema == arrow_schema_from_avro(schema)
-    assert table.num_rows == count
-    return table
+    """decode_avro_records with the fast decoder forced on (whatever the record count) and with it off: both
+    return the same table of the schema, or both raise CorruptFileError naming ``path``."""
+    outcomes = []
+    for fast in (True, False):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(avro_arrow, "FAST_DECODER", fast)
+            patch.setattr(avro_arrow, "FAST_MIN_RECORDS", 1)
+            try:
+                table = decode_avro_records(json.dumps(schema), payload, count, path=path)
+            except CorruptFileError as exc:
+                assert path in str(exc)
+                outcomes.append(exc)
+                continue
+        table.validate(full=True)
+        assert table.schema == arrow_schema_from_avro(schema)
+        assert table.num_rows == count
+        outcomes.append(table)
+    fast_outcome, reference = outcomes
+    if isinstance(reference, CorruptFileError):
+        assert isinstance(fast_outcome, CorruptFileError), "the fast decoder returned what the reference rejects"
+    else:
+        assert isinstance(fast_outcome, pa.Table), f"the fast decoder rejects what the reference reads: {fast_outcome}"
+        assert_tables_identical(fast_outcome, reference)
+    return reference
 
 
 def test_truncated_payloads():
@@ -594,6 +608,7 @@ def test_record_longer_than_its_values_is_corrupt(fast, monkeypatch):
     would ignore bytes left inside a record's slice; no writer leaves any, so they are damage (the length,
     or the bytes inside, were hit), and both decoders say so instead of one of them reading on."""
     monkeypatch.setattr(avro_arrow, "FAST_DECODER", fast)
+    monkeypatch.setattr(avro_arrow, "FAST_MIN_RECORDS", 1)
     first = encode_payload(SMALL, SMALL_RECORDS[:1])
     payload = struct.pack(">i", len(first) - 4 + 2) + first[4:] + b"\x07\x07" + encode_payload(SMALL, SMALL_RECORDS[1:])
     error = decode_or_corrupt(payload, 3)

@@ -8,7 +8,9 @@ slice by skipping the first N rows it delivered.
 """
 from __future__ import annotations
 
+import datetime as dt
 import enum
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +26,8 @@ from .merge import LogRecords, MergeRules, commit_time_deletes, merge_with_base
 from .scanner import InstantRange, ScanStats, scan_blocks
 from .spill import DEFAULT_BUDGET_BYTES, SpillBuffer
 from .table import COMMIT_TIME, IS_DELETED, OPERATION, RECORD_KEY, HudiTable
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 class MergeType(str, enum.Enum):
@@ -246,9 +250,33 @@ def _delete_table(req: SliceRead, block: LogBlock) -> tuple[pa.Table, np.ndarray
         if name in req.schema.names:
             ftype = req.schema.field(name).type
             values = [None if is_ct else v for v, is_ct in zip(dr.ordering_values, dr.ordering_is_commit_time)]
+            if pa.types.is_timestamp(ftype) and any(kind in ("int", "long") for kind in dr.ordering_kinds):
+                values = _raw_timestamps(values, dr.ordering_kinds, _avro_timestamp_unit(req, name))
             cols[name] = _delete_ordering(block, name, values, ftype)
     t = align(pa.table(cols) if cols else pa.table({"_": pa.nulls(n)}), req.schema)
     return t, np.ones(n, bool), np.asarray(dr.ordering_is_commit_time, dtype=bool)
+
+
+def _raw_timestamps(values: list, kinds: list[str | None], unit: str) -> list:
+    """Delete ordering values of a timestamp field as datetimes: an Int/LongWrapper holds the raw Avro long in
+    the field's own unit. That is what Hudi writes by default: ``HoodieAvroUtils.convertValueForAvroLogicalTypes``
+    turns a timestamp into ``java.sql.Timestamp`` (TimestampMicrosWrapper) only with
+    ``consistentLogicalTimestampEnabled``, and otherwise leaves the record's Long as it is."""
+    step = dt.timedelta(milliseconds=1) if unit == "ms" else dt.timedelta(microseconds=1)
+    return [_EPOCH + v * step if kind in ("int", "long") and v is not None else v for v, kind in zip(values, kinds)]
+
+
+def _avro_timestamp_unit(req: SliceRead, name: str) -> str:
+    """``"ms"`` or ``"us"``: the unit of timestamp field ``name`` in the table's Avro schema. The create schema
+    answers without the timeline (Hudi assumes an ordering field keeps its type, HUDI-8682)."""
+    text = req.table.config.create_schema
+    avro = json.loads(text) if text else req.table.avro_schema(req.max_instant)
+    for f in (avro or {}).get("fields", []):
+        if f.get("name") == name:
+            branches = f["type"] if isinstance(f["type"], list) else [f["type"]]
+            logical = next((b.get("logicalType", "") for b in branches if isinstance(b, dict)), "")
+            return "ms" if logical.endswith("millis") else "us"
+    return "us"
 
 
 def _delete_ordering(block: LogBlock, name: str, values: list, ftype: pa.DataType) -> pa.Array:

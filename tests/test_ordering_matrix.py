@@ -2,7 +2,9 @@
 checked against a small independent model of Hudi's merge rules.
 
 The matrix is table version (6, 9) × merge mode (commit time, event time) × ordering type (int, long, float,
-double, string, decimal of several precisions and scales, date, timestamp-millis, timestamp-micros). Each table
+double, string, decimal(3,1), decimal(5,0), decimal(38,10), date, timestamp-millis, timestamp-micros), and for
+event-time timestamps × how a delete carries its ordering value: a LongWrapper holding the raw Avro long
+(Hudi's default, our writer's) or a TimestampMicrosWrapper (with consistent logical timestamps). Each table
 is one Merge-On-Read file group whose keys each play one scenario: a base-file version (or none) followed by
 two rounds of one operation each — an upsert, a ``_hoodie_is_deleted`` upsert (a delete in a data block) or a
 delete (a delete block carrying the ordering value) — with a null, low, middle or high ordering value; every
@@ -45,20 +47,26 @@ positive ones in the log scanner). Those vary between engines and Hudi versions;
 The writer's own decisions are modelled too: the first write creates the base file, later new keys go to the
 log of the same file group, and deletes (either kind) of a key never written are dropped (its record index keeps
 deleted keys, so a key once written always gets its later operations).
+
+hudi-rs (``hudi`` 0.5.0) reads every table as well and must agree with the model, except where it is known to
+merge logs by other rules (:data:`HUDI_RS_DIFFERS`, itself checked so that it shrinks when hudi-rs changes).
 """
 from __future__ import annotations
 
 import datetime as dt
 import itertools
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from hudi import HudiReadOptions, HudiTableBuilder  # hudi-rs, the 'test' extra
 
 from hudi_streaming import hoodie
 from hudi_streaming.errors import InvalidTableContentError
+from hudi_streaming.hoodie.logfile.format import Ordering
 from hudi_streaming.hoodie.writer import HudiWriter, create_table
 
 UTC = dt.timezone.utc
@@ -95,8 +103,6 @@ TYPES = [
     OrderingType("decimal(3,1)", pa.decimal128(3, 1), (Decimal("-99.9"), Decimal("0.0"), Decimal("12.5")),
                  Decimal(0)),
     OrderingType("decimal(5,0)", pa.decimal128(5, 0), (Decimal("-1"), Decimal("0"), Decimal("99999")), Decimal(0)),
-    OrderingType("decimal(10,4)", pa.decimal128(10, 4), (Decimal("-0.0001"), Decimal("0"), Decimal("999999.9999")),
-                 Decimal(0)),
     OrderingType("decimal(38,10)", pa.decimal128(38, 10),
                  (Decimal("-123456789012345.0000000001"), Decimal("0"), Decimal("987654321098765.1234567891")),
                  Decimal(0)),
@@ -235,7 +241,8 @@ def scenarios() -> list[tuple[str, list[Op | None]]]:
     return plans
 
 
-def write_round(w: HudiWriter, model: FileGroupModel, otype: OrderingType, plans, rnd: int) -> None:
+def write_round(w: HudiWriter, model: FileGroupModel, otype: OrderingType, plans, rnd: int,
+                consistent_timestamps: bool) -> None:
     """Round ``rnd``: one upsert instant (upserts and ``_hoodie_is_deleted`` upserts), then one delete instant."""
     ups, dels = [], []
     for key, ops in plans:
@@ -254,46 +261,136 @@ def write_round(w: HudiWriter, model: FileGroupModel, otype: OrderingType, plans
         keys = [k for k, _, _ in dels]
         instant = w.delete(pa.table({"k": keys, "o": pa.array([val for _, _, val in dels], otype.arrow)}))
         for k, op, val in dels:
+            if consistent_timestamps and otype.name == "timestamp-micros" and val is not None:
+                val = _EPOCH + dt.timedelta(milliseconds=_java_div(_micros(val), 1000))
             model.write(k, op, val, instant, "", first=rnd == 0)
 
 
-def assert_matches(path: str, model: FileGroupModel, plans, what: str) -> None:
-    got = {r["k"]: (r["o"], r["v"], r["_hoodie_commit_time"])
-           for r in hoodie.read_table(path, columns=["k", "o", "v", "_hoodie_commit_time"]).to_pylist()}
-    expected = model.snapshot()
-    if got == expected:
-        return
+_EPOCH = _ts(1970, 1, 1)
+
+
+def _micros(t: dt.datetime) -> int:
+    return (t - _EPOCH) // dt.timedelta(microseconds=1)
+
+
+def _java_div(a: int, b: int) -> int:
+    """Java's long division: truncated toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def use_consistent_logical_timestamps(monkeypatch) -> None:
+    """Deletes of timestamp fields as Hudi writes them with
+    ``hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled``: the Avro long becomes a
+    ``java.sql.Timestamp`` (TimestampMicrosWrapper) — ``new Timestamp(millis)``, or ``new Timestamp(micros /
+    1000)`` for timestamp-micros, which drops the microseconds (``HoodieAvroUtils.convertValueForAvroLogicalTypes``).
+    Without it (the default, and our writer) the delete carries the raw long in a LongWrapper."""
+    raw = HudiWriter.delete_ordering_values
+
+    def as_timestamp(self: HudiWriter, d: pa.Table) -> list:
+        unit = self.parquet_schema.field("o").type.unit
+        out = []
+        for v in raw(self, d):
+            if isinstance(v, Ordering) and v.kind == "long":
+                millis = v.value if unit == "ms" else _java_div(v.value, 1000)
+                v = Ordering("timestamp_micros", _EPOCH + dt.timedelta(milliseconds=millis))
+            out.append(v)
+        return out
+
+    monkeypatch.setattr(HudiWriter, "delete_ordering_values", as_timestamp)
+
+
+def state(rows: pa.Table) -> dict[str, tuple]:
+    return {r["k"]: (r["o"], r["v"], r["_hoodie_commit_time"])
+            for r in rows.select(["k", "o", "v", "_hoodie_commit_time"]).to_pylist()}
+
+
+def differences(got: dict, expected: dict, plans) -> list[str]:
     ops = dict(plans)
     wrong = sorted(k for k in got.keys() | expected.keys() if got.get(k) != expected.get(k))
-    lines = [f"  {k} {' '.join(map(str, ops[k]))}: got {got.get(k)}, model {expected.get(k)}" for k in wrong[:12]]
-    raise AssertionError(f"{what}: {len(wrong)} of {len(expected)} keys differ from the model\n" + "\n".join(lines))
+    return [f"  {k} {' '.join(map(str, ops[k]))}: got {got.get(k)}, model {expected.get(k)}" for k in wrong]
 
 
-MATRIX = [pytest.param(version, mode, otype, id=f"v{version}-{mode.split('_')[0].lower()}-{otype.name}")
-          for version in (9, 6) for mode in ("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING") for otype in TYPES]
+def read_rs(path: str) -> dict[str, tuple]:
+    batches = HudiTableBuilder.from_base_uri(path).build().read(HudiReadOptions())
+    return state(pa.Table.from_batches(batches))
 
 
-@pytest.mark.parametrize("version, mode, otype", MATRIX)
-def test_ordering_matrix(tmp_path, version, mode, otype):
+# Cells where hudi-rs (``hudi`` 0.5.0) merges logs differently from Hudi's rules (the model): cell id pattern ->
+# why. See check(); after compaction (base files only) every cell must agree.
+HUDI_RS_DIFFERS = {
+    "v9-event-(float|double|string|decimal.*)$": "a null ordering value: hudi-rs lets the newer version win where "
+                                                 "Hudi compares the default 0 (an int or long field agrees)",
+    "v9-event-date$": "a DateWrapper delete ordering value is not compared: the delete always wins",
+    "v9-event-timestamp-millis-consistent$": "a TimestampMicrosWrapper delete ordering value is compared with the "
+                                             "field's raw millis",
+    "v6-": "hudi-rs merges table v6 by Hudi 1.x rules, not the 0.x payload rules: v6 logs order by the precombine "
+           "field even under OverwriteWithLatestAvroPayload; a _hoodie_is_deleted record is preCombined like any "
+           "record; a null stored ordering value loses to the log",
+}
+
+
+def hudi_rs_differs(cell: str) -> bool:
+    return any(re.search(pattern, cell) for pattern in HUDI_RS_DIFFERS)
+
+
+def check(path: str, model: FileGroupModel, plans, cell: str, stage: str) -> None:
+    """Our reader returns exactly the model's rows, and so does hudi-rs, except on the cells of HUDI_RS_DIFFERS:
+    there it must differ on the exhaustive logs (so that the entry goes once hudi-rs agrees), agree on base files
+    alone, and is not compared on the sparse last round, which may or may not meet the difference."""
+    expected = model.snapshot()
+    wrong = differences(state(hoodie.read_table(path, columns=["k", "o", "v", "_hoodie_commit_time"])), expected,
+                        plans)
+    assert not wrong, f"{stage}: {len(wrong)} of {len(expected)} keys differ from the model\n" + "\n".join(wrong[:12])
+    known = hudi_rs_differs(cell) and stage != "compacted"
+    if known and stage == "last round":
+        return
+    wrong_rs = differences(read_rs(path), expected, plans)
+    if known:
+        assert wrong_rs, f"{stage}: hudi-rs now agrees with the model on {cell}: remove it from HUDI_RS_DIFFERS"
+    else:
+        assert not wrong_rs, f"{stage}: hudi-rs differs from the model on {len(wrong_rs)} keys\n" + \
+            "\n".join(wrong_rs[:12])
+
+
+def _cells():
+    for version in (9, 6):
+        for mode in ("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"):
+            for otype in TYPES:
+                # consistent logical timestamps change only ordered deletes, which commit-time tables do not write
+                timestamps = otype.name.startswith("timestamp") and mode == "EVENT_TIME_ORDERING"
+                for consistent in (False, True) if timestamps else (False,):
+                    cell = f"v{version}-{mode.split('_')[0].lower()}-{otype.name}" + ("-consistent" * consistent)
+                    yield pytest.param(version, mode, otype, consistent, id=cell)
+
+
+MATRIX = list(_cells())
+
+
+@pytest.mark.parametrize("version, mode, otype, consistent_timestamps", MATRIX)
+def test_ordering_matrix(tmp_path, monkeypatch, request, version, mode, otype, consistent_timestamps):
     """Every scenario of one ordering type on one table version and merge mode agrees with the model, before
-    and after compaction and on top of the compacted base file."""
+    and after compaction and on top of the compacted base file; so does hudi-rs where it follows Hudi's rules."""
+    cell = request.node.callspec.id
     path = str(tmp_path / "t")
     schema = pa.schema([("k", pa.string()), ("o", otype.arrow), ("v", pa.string()),
                         ("_hoodie_is_deleted", pa.bool_())])
-    w = create_table(path, "ord", schema, "k", (), "o", version=version, merge_mode=mode)
+    w = create_table(path, "ord", schema, "k", (), "o", version=version, merge_mode=mode, auto_recover=False)
     avro_type = next(f["type"][1] for f in w.avro["fields"] if f["name"] == "o")
     if otype.name.startswith("timestamp"):  # the field has the named Avro type (read back as micros either way)
         assert avro_type["logicalType"] == otype.name
+    if consistent_timestamps:
+        use_consistent_logical_timestamps(monkeypatch)
     model = FileGroupModel(Rules(version, mode == "EVENT_TIME_ORDERING", otype))
     plans = scenarios()
     for rnd in range(3):
-        write_round(w, model, otype, plans, rnd)
-    assert_matches(path, model, plans, "base file + two rounds of logs")
+        write_round(w, model, otype, plans, rnd, consistent_timestamps)
+    check(path, model, plans, cell, "exhaustive logs")
     w.compact()
     model.compact()
-    assert_matches(path, model, plans, "compacted")
-    write_round(w, model, otype, plans, 3)
-    assert_matches(path, model, plans, "compacted base + one round of logs")
+    check(path, model, plans, cell, "compacted")
+    write_round(w, model, otype, plans, 3, consistent_timestamps)
+    check(path, model, plans, cell, "last round")
 
 
 # -- ordering values a type cannot hold ---------------------------------------------------------------------------

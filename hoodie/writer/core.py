@@ -180,6 +180,7 @@ class HudiWriter:
         self.schema_json = sch.schema_text(avro)
         self.schema_with_meta_json = sch.schema_text(self.avro_with_meta)
         self.arrow_schema = sch.arrow_schema(self.avro_with_meta)
+        self.parquet_schema = sch.parquet_schema(self.avro_with_meta)
         self.data_schema = pa.schema([f for f in self.arrow_schema if f.name not in sch.META_FIELDS])
         self._index: RecordIndex | None = None
         self._known_partitions: set[str] = set()
@@ -488,6 +489,8 @@ class HudiWriter:
             mm = pc.min_max(keys)
             meta[b"hoodie_min_record_key"] = mm["min"].as_py().encode()
             meta[b"hoodie_max_record_key"] = mm["max"].as_py().encode()
+        if self.parquet_schema != self.arrow_schema:
+            t = t.cast(self.parquet_schema)  # a safe cast: sub-millisecond values of a millis field are an error
         sink = io.BytesIO()
         pq.write_table(t.replace_schema_metadata(meta), sink, compression=self.compression)
         return sink.getvalue()
@@ -544,13 +547,22 @@ class HudiWriter:
             baseFile=("" if cfg.version >= 8 else base_name), logFiles=[name])
 
     def delete_ordering_values(self, d: pa.Table) -> list:
-        """Ordering value of each delete, wrapped as Hudi wraps the Java value; commit-time deletes without one."""
+        """Ordering value of each delete, wrapped as Hudi wraps the Java value (``wrapValueIntoAvro``).
+
+        Deletes without an ordering column (or on a commit-time table) carry IntWrapper 0, as Spark SQL ``DELETE``
+        writes them; a null ordering value is the union's null branch, as Hudi wraps a Java null. Both are read as
+        commit-time deletes (``OrderingValues.isCommitTimeOrderingValue``: null or the default 0).
+        """
         fields = [f for f in self.config.ordering_fields if f in d.column_names]
         if not fields or self.config.merge_mode is not MergeMode.EVENT_TIME_ORDERING:
             return [COMMIT_TIME_DELETE] * d.num_rows
         col = d.column(fields[0])
+        if pa.types.is_timestamp(col.type):
+            # the raw Avro long in the field's unit, as Hudi wraps it by default (LongWrapper: a Timestamp only
+            # with consistent logical timestamps); a sub-millisecond value of a millis field is an error
+            col = col.cast(self.parquet_schema.field(fields[0]).type).cast(pa.int64())
         kind = _ordering_kind(col.type)
-        return [COMMIT_TIME_DELETE if v is None else (Ordering(kind, v) if kind else v) for v in col.to_pylist()]
+        return [None if v is None else (Ordering(kind, v) if kind else v) for v in col.to_pylist()]
 
     def _rewrite_base(self, g: _GroupWrite, current: FileSlice, instant: str, table: HudiTable) -> None:
         """COW: merge the incoming records and deletes into the file group's base file, write a new version."""
@@ -595,8 +607,8 @@ class HudiWriter:
                 if name in self.data_schema.names:
                     cols[name] = deletes.column(name)
             parts.append(align(pa.table(cols), self.arrow_schema))
-            # as the reader decodes the block: IntWrapper 0 (also an int field's own 0) is a commit-time delete
-            by_commit_time = [v == COMMIT_TIME_DELETE for v in self.delete_ordering_values(deletes)]
+            # as the reader decodes the block: null and IntWrapper 0 (also an int field's 0) are commit-time deletes
+            by_commit_time = [v is None or v == COMMIT_TIME_DELETE for v in self.delete_ordering_values(deletes)]
             flags.append((np.ones(n, bool), np.array(by_commit_time, bool), np.ones(n, bool)))
         if not parts:
             return base

@@ -108,6 +108,19 @@ def schema_text(avro: dict) -> str:
     return json.dumps(avro, separators=(",", ":"))
 
 
+def parquet_schema(avro: dict) -> pa.Schema:
+    """The Arrow schema to write base files of ``avro`` with: :func:`arrow_schema`, except that a top-level
+    ``timestamp-millis`` field is written in milliseconds, as parquet-avro writes it (INT64 TIMESTAMP_MILLIS), so
+    that a file's column agrees with the ``parquet.avro.schema`` in its footer."""
+    schema = arrow_schema(avro)
+    for f in avro["fields"]:
+        branch = f["type"][-1] if isinstance(f["type"], list) else f["type"]
+        if isinstance(branch, dict) and branch.get("logicalType") == "timestamp-millis":
+            i = schema.get_field_index(f["name"])
+            schema = schema.set(i, schema.field(i).with_type(pa.timestamp("ms", tz="UTC")))
+    return schema
+
+
 def arrow_schema(avro: dict) -> pa.Schema:
     """The Arrow schema base files and decoded log blocks of ``avro`` have (meta fields included if present)."""
     return arrow_schema_from_avro(schema_text(avro))

@@ -17,6 +17,7 @@ import re
 import struct
 import uuid
 import zipfile
+from collections import Counter
 from decimal import Decimal
 
 import fastavro
@@ -614,6 +615,36 @@ def test_record_longer_than_its_values_is_corrupt(fast, monkeypatch):
     error = decode_or_corrupt(payload, 3)
     assert isinstance(error, CorruptFileError)
     assert f"record 0 is {len(first) - 2} bytes but its values take {len(first) - 4}" in str(error)
+
+
+@needs_polars
+def test_vectorized_and_per_record_checks_agree(monkeypatch):
+    """The check of a fast result re-encodes with numpy (large blocks) or record by record with fastavro's
+    writer (small ones): on the same polars results, damaged or not, both accept exactly the same."""
+    rng = random.Random(5)
+    schema_json = json.dumps(ALL_TYPES)
+    plan = avro_arrow._plan(schema_json, None)
+    good = encode_payload(ALL_TYPES, all_types_records(40, seed=9))
+    verdicts = Counter()
+    for _ in range(120):
+        payload = bytearray(good)
+        for _ in range(rng.randrange(0, 3)):
+            payload[rng.randrange(len(payload))] ^= 1 << rng.randrange(8)
+        view = memoryview(bytes(payload))
+        try:
+            lengths = avro_arrow._record_lengths(view, 40, "")
+        except CorruptFileError:
+            continue
+        table = avro_arrow._decode_polars(plan, view, lengths)
+        if table is None:
+            continue
+        answers = []
+        for threshold in (0, 10**9):
+            monkeypatch.setattr(avro_arrow, "VECTOR_CHECK_MIN_RECORDS", threshold)
+            answers.append(avro_arrow._misread(table, plan, view, lengths) is None)
+        assert answers[0] == answers[1]
+        verdicts[answers[0]] += 1
+    assert verdicts[True] and verdicts[False], verdicts
 
 
 def test_garbage_records_never_escape_as_other_errors():

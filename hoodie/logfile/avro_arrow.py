@@ -84,6 +84,9 @@ FAST_DECODER = True
 #: Below this many records a block takes the reference decoder: polars' fixed cost per call (and that of the
 #: vectorized check of its result) outweighs its speed on a few records.
 FAST_MIN_RECORDS = 128
+#: Below this many records the check of a fast result re-encodes record by record (:func:`_rows_misread`):
+#: the vectorized encoder's cost per numpy call outweighs a few records.
+VECTOR_CHECK_MIN_RECORDS = 64
 # Below this many records per thread, handing a block to threads costs more than it saves.
 _RECORDS_PER_THREAD = 25_000
 _WORKERS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
@@ -433,6 +436,7 @@ class _Plan:
     decoded: pa.Schema  # _decoded_form of wire: what both decoders' values are cast to first
     staged: pa.Schema  # _decoded_form of target: the casts end here, _exact finishes
     whole: pa.Schema  # ``decoded`` of every field: a decode is proven on all of them, then projected
+    whole_raw: pa.Schema  # ``whole`` with ints for temporal types: values as fastavro's writer takes them
     field_types: tuple  # the decode schema's type of every field, for avro_canonical
     named: dict  # full name -> definition of the decode schema's named types
     fastavro_schema: Any  # the parsed decode schema
@@ -478,8 +482,9 @@ def _plan(schema_json: str, columns: tuple[str, ...] | None) -> _Plan:
         return pa.schema([field.with_type(form(field.type)) for field in map(struct_type.field, columns)])
 
     whole = pa.schema([field.with_type(_decoded_form(field.type)) for field in record.wire])
+    whole_raw = pa.schema([field.with_type(_decoded_form(field.type)) for field in record.raw])
     return _Plan(columns, projected(record.target), projected(record.wire), projected(record.raw),
-                 projected(record.wire, _decoded_form), projected(record.target, _decoded_form), whole,
+                 projected(record.wire, _decoded_form), projected(record.target, _decoded_form), whole, whole_raw,
                  tuple(f["type"] for f in decode_json["fields"]), named_types(decode_json),
                  fastavro_schema, ocf_header, prefix_field)
 
@@ -618,6 +623,8 @@ def _misread(table: pa.Table, plan: _Plan, view: memoryview, lengths: list[int])
         if table.schema != plan.whole:
             table = table.cast(plan.whole)
         table.validate(full=True)
+        if table.num_rows < VECTOR_CHECK_MIN_RECORDS:  # numpy's cost per call outweighs a few records
+            return _rows_misread(table.cast(plan.whole_raw).to_pylist(), plan, view, lengths)
         data, sizes = encode_records([column.combine_chunks() for column in table.columns], list(plan.field_types),
                                      plan.named)
     except (NotCanonical, pa.ArrowException, ValueError) as exc:
@@ -637,6 +644,24 @@ def _misread(table: pa.Table, plan: _Plan, view: memoryview, lengths: list[int])
     return None
 
 
+def _rows_misread(rows: list[dict], plan: _Plan, view: memoryview, lengths: list[int]) -> str | None:
+    """:func:`_misread` of decoded rows, one record at a time with fastavro's writer (the same rule)."""
+    again = io.BytesIO()
+    offset = 0
+    for i, (row, length) in enumerate(zip(rows, lengths)):
+        start = offset + 4
+        offset = start + length
+        again.seek(0)
+        again.truncate()
+        try:
+            fastavro.schemaless_writer(again, plan.fastavro_schema, row)
+        except Exception as exc:  # a value the schema cannot hold (an enum symbol, a wrong type)
+            return f"Avro record {i} does not decode to valid values: {type(exc).__name__}: {exc}"
+        if again.getbuffer() != view[start:offset]:
+            return _not_as_written(i, length, again.tell())
+    return None
+
+
 def _not_as_written(record: int, length: int, encoded: int) -> str:
     """What is wrong with a record whose values encode to ``encoded`` bytes other than its ``length``."""
     if encoded != length:
@@ -649,27 +674,22 @@ def _decode_fastavro(plan: _Plan, view: memoryview, lengths: list[int], path: st
     """Reference decoder: each record from its own slice, as Hudi's Java reader does; ``plan.whole`` types.
 
     fastavro is lenient where the bytes are not what a writer makes (module docstring), so each record must
-    also encode back to exactly its bytes (the rule of :mod:`.avro_canonical`, here with fastavro's writer:
-    cheaper than the vectorized check on a few records, and the reference reads its records one by one).
+    also encode back to exactly its bytes (the rule of :mod:`.avro_canonical`, with fastavro's writer).
     """
-    read, write = fastavro.schemaless_reader, fastavro.schemaless_writer
+    read = fastavro.schemaless_reader
     schema = plan.fastavro_schema
     rows = []
     offset = 0
-    again = io.BytesIO()
     for i, length in enumerate(lengths):
         start = offset + 4
         offset = start + length
         try:
-            row = read(io.BytesIO(view[start:offset]), schema, None)
-            again.seek(0)
-            again.truncate()
-            write(again, schema, row)
+            rows.append(read(io.BytesIO(view[start:offset]), schema, None))
         except Exception as exc:  # fastavro raises EOFError, IndexError, UnicodeDecodeError, ValueError, ...
             raise CorruptFileError(f"{path}: Avro record {i} does not decode: {type(exc).__name__}: {exc}") from None
-        if again.getbuffer() != view[start:offset]:
-            raise CorruptFileError(f"{path}: {_not_as_written(i, length, again.tell())}")
-        rows.append(row)
+    problem = _rows_misread(rows, plan, view, lengths)
+    if problem is not None:
+        raise CorruptFileError(f"{path}: {problem}")
     try:
         return pa.Table.from_pylist(rows, schema=plan.whole)
     except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:  # e.g. an int beyond 32 bits

@@ -88,6 +88,9 @@ def _encode(array: pa.Array, node: Any, named: dict[str, dict]) -> _Rows:
     if kind in _FIXED_WIDTH:
         arrow_type, little_endian = _FIXED_WIDTH[kind]
         values = array.cast(arrow_type).to_numpy().astype(little_endian, copy=False)
+        if kind == "float" and _signalling_nan(values.view(np.uint32)).any():
+            raise NotCanonical("a signalling NaN float, which no writer makes (any float conversion quiets it, "
+                               "so it cannot be read back as it is)")
         return values.view(np.uint8), np.full(len(array), little_endian.itemsize, np.int64)
     if kind in ("bytes", "string"):
         data, lengths = binary_parts(array)
@@ -108,6 +111,11 @@ def _encode(array: pa.Array, node: Any, named: dict[str, dict]) -> _Rows:
     if kind == "array":
         return _array(array, node["items"], named)
     raise NotCanonical(f"no encoder for Avro type {kind!r}")
+
+
+def _signalling_nan(bits: np.ndarray) -> np.ndarray:
+    """float32 bit patterns of signalling NaNs: all exponent bits, a nonzero mantissa without its quiet bit."""
+    return ((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x003FFFFF) != 0) & ((bits & 0x00400000) == 0)
 
 
 def _union(array: pa.Array, branches: list, named: dict[str, dict]) -> _Rows:

@@ -644,7 +644,7 @@ def _misread(table: pa.Table, plan: _Plan, view: memoryview, lengths: list[int])
     return None
 
 
-def _rows_misread(rows: list[dict], plan: _Plan, view: memoryview, lengths: list[int]) -> str | None:
+def _rows_misread(rows: list[Any], plan: _Plan, view: memoryview, lengths: list[int]) -> str | None:
     """:func:`_misread` of decoded rows, one record at a time with fastavro's writer (the same rule)."""
     again = io.BytesIO()
     offset = 0

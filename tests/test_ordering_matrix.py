@@ -88,7 +88,10 @@ class OrderingType:
 
 
 def _ts(*args: int) -> dt.datetime:
-    return dt.datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+    return dt.datetime(*args, tzinfo=UTC)
+
+
+_EPOCH = _ts(1970, 1, 1)
 
 
 # Numbers straddle zero (a null sits between the low and the middle value); strings start at the empty string, a
@@ -110,10 +113,10 @@ TYPES = [
                  dt.date(1970, 1, 1)),
     OrderingType("timestamp-millis", pa.timestamp("ms", tz="UTC"),
                  (_ts(1969, 12, 31, 23, 59, 59, 999000), _ts(1970, 1, 1), _ts(2024, 5, 1, 12, 0, 0, 123000)),
-                 _ts(1970, 1, 1)),
+                 _EPOCH),
     OrderingType("timestamp-micros", pa.timestamp("us", tz="UTC"),
                  (_ts(1969, 12, 31, 23, 59, 59, 999999), _ts(1970, 1, 1), _ts(2024, 5, 1, 12, 0, 0, 1)),
-                 _ts(1970, 1, 1)),
+                 _EPOCH),
 ]
 
 
@@ -264,9 +267,6 @@ def write_round(w: HudiWriter, model: FileGroupModel, otype: OrderingType, plans
             if consistent_timestamps and otype.name == "timestamp-micros" and val is not None:
                 val = _EPOCH + dt.timedelta(milliseconds=_java_div(_micros(val), 1000))
             model.write(k, op, val, instant, "", first=rnd == 0)
-
-
-_EPOCH = _ts(1970, 1, 1)
 
 
 def _micros(t: dt.datetime) -> int:

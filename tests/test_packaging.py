@@ -83,3 +83,26 @@ def test_the_installed_wheel_streams_from_a_working_folder_that_shadows_generic_
     snapshot = read_table(table, columns=["_hoodie_record_key"]).column("_hoodie_record_key").to_pylist()
     assert sorted(result["keys"]) == sorted(snapshot) and snapshot
     assert (work / "state" / "hudi").is_dir()  # the stream's state went into the user's folder named state
+
+
+def test_a_package_that_cannot_be_imported_where_spark_runs_says_why(wheel_venv, tmp_path, unzip_fixture):
+    """Spark would report only DATA_SOURCE_NOT_FOUND; the registration module's stand-in names the import error
+    (here a dependency shadowed by a broken module in the job's working folder, which Spark's Python processes
+    put first on their path)."""
+    venv = wheel_venv(tmp_path / "venv")
+    work = tmp_path / "job"
+    work.mkdir()
+    (work / "fastavro.py").write_text("raise ImportError('this machine has a broken fastavro')\n")
+    (work / "job.py").write_text(textwrap.dedent('''
+        import sys
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+        spark.read.format("hudi_streaming").load(sys.argv[1]).count()
+    '''))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    env["PYSPARK_PYTHON"] = str(venv.python)
+    proc = subprocess.run([str(venv.python), "job.py", str(unzip_fixture("mor_avro__v9_txns_simple_meta").table)],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0
+    assert "DATA_SOURCE_NOT_FOUND" not in proc.stderr
+    assert "hudi_streaming cannot be imported by" in proc.stderr and "this machine has a broken fastavro" in proc.stderr

@@ -22,7 +22,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tarfile
 import time
 import urllib.request
 from collections import Counter
@@ -53,14 +52,22 @@ def compose_commands(variables: dict[str, str]) -> dict[str, list[str]]:
     text = COMPOSE.read_text()
     services = re.search(r"^services:\n(.*?)(?=^\S|\Z)", text, re.M | re.S)
     assert services, f"{COMPOSE}: no services"
-    commands, service = {}, None
+    commands: dict[str, list[str]] = {}
+    service: str | None = None
+    used: set[str] = set()
+
+    def value(v: re.Match) -> str:
+        used.add(v[1])
+        return variables.get(v[1], v[2])
+
     for m in re.finditer(r"^  ([\w-]+):\s*$|^    command: (\[.*?\])\s*$", services.group(1), re.M | re.S):
         if m.group(1):
             service = m.group(1)
         else:
-            argv = json.loads(m.group(2))
-            commands[service] = [re.sub(r"\$\{(\w+):-([^}]*)\}", lambda v: variables.get(v[1], v[2]), a)
-                                 for a in argv]
+            assert service, f"{COMPOSE}: a command outside a service"
+            commands[service] = [re.sub(r"\$\{(\w+):-([^}]*)\}", value, a) for a in json.loads(m.group(2))]
+    # a variable renamed in one place only would quietly leave the compose network's default in the command
+    assert used == set(variables), f"{COMPOSE} uses {sorted(used)}, the test sets {sorted(variables)}"
     return commands
 
 
@@ -98,11 +105,15 @@ class Proc:
         self.signal(signal.SIGTERM)
         try:
             self.popen.wait(30)
-        finally:
-            self.kill()
+        except subprocess.TimeoutExpired:
+            pass  # killed below
+        self.kill()
 
     def wait_ok(self) -> None:
-        rc = self.popen.wait(PATIENCE)
+        try:
+            rc: int | None = self.popen.wait(PATIENCE)
+        except subprocess.TimeoutExpired:
+            rc = None
         assert rc == 0, f"{self.log.name} exited {rc}:\n{self.text()[-4000:]}"
 
     def progress(self) -> list[dict[str, str]]:
@@ -277,11 +288,10 @@ def test_archives_and_py_files_recipes_deliver_the_table(cluster, small_table, w
         assert any(tasks.values()), tasks
 
     archives = tmp_path / "archives"
-    archives.mkdir()
-    with tarfile.open(archives / "venv.tar.gz", "w:gz") as tar:
-        tar.add(wheel_venv(tmp_path / "packed", copies=True).root, arcname=".")
-    with tarfile.open(archives / "venv.tar.gz") as tar:
-        tar.extractall(archives / "environment", filter="tar")
+    (archives / "environment").mkdir(parents=True)
+    packed = wheel_venv(tmp_path / "packed", copies=True).root
+    subprocess.run(["tar", "czf", "venv.tar.gz", "-C", str(packed), "."], cwd=archives, check=True)
+    subprocess.run(["tar", "xzf", "venv.tar.gz", "-C", "environment"], cwd=archives, check=True)  # for the driver
     submit("archives", archives, ["--archives", "venv.tar.gz#environment"],
            PYSPARK_PYTHON="./environment/bin/python", PYSPARK_DRIVER_PYTHON="./environment/bin/python")
 

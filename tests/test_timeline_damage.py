@@ -173,6 +173,25 @@ def test_an_archived_instant_time_that_is_not_one_is_a_corrupt_file(column, valu
     assert str(e.value).startswith(f"{table}/.hoodie/timeline/history/{name}: ") and says in str(e.value)
 
 
+@pytest.mark.parametrize("files,read,says", [
+    ({"20260307162630000.compaction.requested": {"operations": [5]}},
+     lambda t: t.pending_compaction_operations(),
+     "compaction operation 0 is not a record with string fileId and partitionPath"),
+    ({"20260307162630000.compaction.requested": {"operations": {"fileId": "f"}}},
+     lambda t: t.pending_compaction_operations(), "compaction plan has no operation list"),
+    ({"20260307162630000.clean.requested": {"earliestInstantToRetain": {"timestamp": "2025"}},
+      "20260307162630000_20260307162631000.clean": {}},
+     lambda t: t.clean_retention(), "earliestInstantToRetain is not an instant: \"{'timestamp': '2025'}\""),
+])
+def test_damaged_plans_are_one_error_naming_the_plan_file(files, read, says, unzip_fixture, tmp_path):
+    table, tl = _timeline_only(unzip_fixture, V9, tmp_path / "t")
+    for name, content in files.items():
+        (tl / name).write_text(json.dumps(content))
+    with pytest.raises(CorruptFileError) as e:
+        read(_load(table))
+    assert str(e.value) == f"{tl}/{next(iter(files))}: {says}"
+
+
 # --- commit metadata ----------------------------------------------------------------------------------------
 
 def _stats(**stat) -> bytes:

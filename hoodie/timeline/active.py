@@ -203,8 +203,7 @@ class ActiveTimeline:
     def compaction_operations(self, requested_time: str) -> list[dict]:
         """The ``HoodieCompactionOperation`` records of a compaction plan (each checked: readers index by them)."""
         ops = self.plan(requested_time).get("operations") or []
-        entry = self._by_time.get(requested_time)
-        where = f"{self.storage.url}/{self._file(entry, State.REQUESTED) if entry else requested_time}"
+        where = self._plan_file(requested_time)
         if not isinstance(ops, list):
             raise CorruptFileError(f"{where}: compaction plan has no operation list")
         for i, op in enumerate(ops):
@@ -222,6 +221,11 @@ class ActiveTimeline:
         stamp = earliest.get("timestamp") if isinstance(earliest, dict) else earliest
         if stamp is None or is_instant_time(stamp):
             return stamp
-        entry = self._by_time.get(clean_time)
-        where = f"{self.storage.url}/{self._file(entry, State.REQUESTED) if entry else clean_time}"
-        raise CorruptFileError(f"{where}: earliestInstantToRetain is not an instant: {str(earliest)[:80]!r}")
+        raise CorruptFileError(f"{self._plan_file(clean_time)}: earliestInstantToRetain is not an instant: "
+                               f"{str(earliest)[:80]!r}")
+
+    def _plan_file(self, requested_time: str) -> str:
+        """URL of the requested file holding an instant's plan, for errors about its content."""
+        entry = self._by_time.get(requested_time)
+        rel = self._file(entry, State.REQUESTED) if entry is not None else None
+        return f"{self.storage.url}/{rel or f'{self.config.timeline_dir}/{requested_time}'}"

@@ -30,6 +30,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 
+from .._faults import fault_point
 from ..errors import DataLossError, OptionError, StateError
 from ..hoodie.read import incremental_instants, plan_slices
 from ..hoodie.table import HudiTable
@@ -72,20 +73,26 @@ def position(offset: dict, location: str) -> tuple[int, int]:
     return seq, rec
 
 
-def instant_of(value: str) -> str:
-    """A start position: an instant time, or a timestamp ``YYYY-MM-DD[ HH:MM:SS]`` turned into one (UTC)."""
-    if value.isdigit():
-        return value
-    digits = "".join(ch for ch in value if ch.isdigit())
-    if len(digits) < 8:
-        raise OptionError(f"option startingInstant={value!r}: expected earliest, latest, an instant or a timestamp")
-    return (digits + "0" * 17)[:17]
-
-
 def source_schema(opts: SourceOptions) -> pa.Schema:
-    """The rows the source delivers for these options: the table's columns (projected), meta columns, change type."""
+    """The rows the source delivers for these options: the table's columns (projected), meta columns, change type.
+
+    Spark asks for it when the query is defined (``load()``), so the options that name the table's columns and
+    partition fields are checked against the table here: a wrong name fails there, listing the right ones,
+    instead of streaming rows without the columns or no rows at all.
+    """
     table = HudiTable(opts.path, opts.storage or None)
-    return output_schema(table.arrow_schema(), opts.columns)
+    schema = table.arrow_schema()
+    data = [n for n in schema.names if not n.startswith("_hoodie_")]
+    unknown = [c for c in opts.columns or [] if c not in schema.names]
+    if unknown:
+        raise OptionError(f"option columns: {table.url} has no column {', '.join(unknown)}; its columns: "
+                          f"{', '.join(data)}")
+    fields = table.config.partition_fields
+    unknown = [f for f in opts.partition_filter() or {} if f not in fields]
+    if unknown:
+        raise OptionError(f"option partitions: {', '.join(unknown)} is not a partition field of {table.url}; its "
+                          f"partition fields: {', '.join(fields) or 'none (the table is not partitioned)'}")
+    return output_schema(schema, opts.columns)
 
 
 def _task_inputs(table: HudiTable, output: pa.Schema) -> tuple[pa.Schema, CommitCheck | None]:
@@ -157,7 +164,7 @@ def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -
     """``spark.read``: one task per file slice of a snapshot, or of an incremental range (``startingInstant``/
     ``endingInstant``); an empty table still gets one (empty) task."""
     table = HudiTable(opts.path, opts.storage or None)
-    start = None if opts.starting_instant in ("earliest", "latest") else instant_of(opts.starting_instant)
+    start = None if opts.starting_instant in ("earliest", "latest") else opts.starting_instant
     slices, max_instant, _ = plan_slices(table, start=start, end=opts.ending_instant,
                                          partition_filter=opts.partition_filter())
     instants = incremental_instants(table, start, opts.ending_instant) if start or opts.ending_instant else None
@@ -186,7 +193,7 @@ class StreamDriver:
         self.table = HudiTable(opts.path, opts.storage or None)
         self.store = StateStore(self.location, opts.storage or None)
         #: the instant the user started the stream at: late instants completed before it are not delivered
-        self.floor = None if opts.starting_instant in ("earliest", "latest") else instant_of(opts.starting_instant)
+        self.floor = None if opts.starting_instant in ("earliest", "latest") else opts.starting_instant
         self.state: StreamState = (self.store.load(self.table.url, self.table.config.name)
                                    or StreamState(table_url=self.table.url, table_name=self.table.config.name))
         self.monitor = StreamMonitor(self.table, MonitorOptions(
@@ -232,7 +239,7 @@ class StreamDriver:
         elif o.starting_instant == "latest":
             st.cursor = self.monitor.latest_cursor()
         else:
-            st.cursor = self.monitor.cursor_at(instant_of(o.starting_instant))
+            st.cursor = self.monitor.cursor_at(o.starting_instant)
         st.known = self.monitor.accounted(st.cursor) if self.monitor.v8 else None
         st.started = True
         self.store.save(st)
@@ -273,6 +280,7 @@ class StreamDriver:
             if plan.splits:
                 break
         if changed:
+            fault_point("driver.poll")
             self.store.save(st)
         return changed
 

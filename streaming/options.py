@@ -2,13 +2,18 @@
 
 Spark hands a Python data source a case-insensitive dict of strings. Every option is declared here with its
 type and default; an unknown name is an error listing the valid ones, because a misspelt
-``maxRowsPerTriger`` silently ignored is how a stream falls over in production. ``hoodie.*`` options go through
-untouched; storage options (``fs.*``/``storage.*``) become fsspec's, typed (``storage_options``).
+``maxRowsPerTriger`` silently ignored is how a stream falls over in production. So is an option of the right
+name that nothing reads: the Hudi read options a Hudi user passes (``hoodie.datasource.*``) and Delta's names for
+the same things (``maxFilesPerTrigger``, ``startingVersion``, ...) are mapped onto this source's own, and any other
+``hoodie.*`` is refused. Storage options (``fs.*``/``storage.*``) become fsspec's, typed (``storage_options``).
+Values are checked here, when the query is defined (``load()``), not when it first runs.
 """
 from __future__ import annotations
 
+import datetime
 import enum
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,6 +39,8 @@ class SourceOptions(BaseModel):
     ending_instant: str | None = Field(default=None, alias="endingInstant")
     read_mode: ReadMode = Field(default=ReadMode.UPSERT, alias="readMode")
     emit_deletes: bool = Field(default=False, alias="emitDeletes")
+    #: drop deletes on purpose; with neither this nor emitDeletes a delete stops the stream (a sink would drift)
+    ignore_deletes: bool = Field(default=False, alias="ignoreDeletes")
     skip_compaction: bool = Field(default=True, alias="skipCompaction")
     skip_clustering: bool = Field(default=True, alias="skipClustering")
     skip_insert_overwrite: bool = Field(default=False, alias="skipInsertOverwrite")
@@ -49,7 +56,6 @@ class SourceOptions(BaseModel):
     #: v8/v9: how much earlier than the cursor a late instant may have completed and still be delivered quietly
     late_instant_window_seconds: int = Field(default=3600, alias="lateInstantWindowSeconds", ge=0)
     allow_schema_changes: bool = Field(default=False, alias="allowSchemaChanges")
-    hoodie: dict[str, str] = Field(default_factory=dict)
     #: fsspec storage options; kept out of the repr, which would print credentials
     storage: dict[str, Any] = Field(default_factory=dict, repr=False)
 
@@ -59,6 +65,18 @@ class SourceOptions(BaseModel):
         if isinstance(v, str):
             return [c.strip() for c in v.split(",") if c.strip()] or None
         return v
+
+    @field_validator("starting_instant", mode="before")
+    @classmethod
+    def _start(cls, v: Any) -> Any:
+        if isinstance(v, str) and v.strip().lower() in ("earliest", "latest"):
+            return v.strip().lower()
+        return instant_of(v, "startingInstant") if isinstance(v, str) else v
+
+    @field_validator("ending_instant", mode="before")
+    @classmethod
+    def _end(cls, v: Any) -> Any:
+        return instant_of(v, "endingInstant") if isinstance(v, str) else v
 
     @field_validator("merge_type")
     @classmethod
@@ -86,25 +104,80 @@ class SourceOptions(BaseModel):
 
 
 
+_INSTANT = re.compile(r"^\d{14}(\d{3})?$")
+
+
+def instant_of(value: str, option: str) -> str:
+    """A position given by a user: a Hudi instant time (``yyyyMMddHHmmss[SSS]``, kept as given), or a timestamp
+    (``YYYY-MM-DD[ HH:MM:SS[.fff]]``, ISO 8601; UTC unless it names a zone) as the instant time of that moment.
+
+    Checked for a real date, so ``2026-03-08`` is a time and ``notatime`` an error (compared as strings, either
+    would silently select every instant or none).
+    """
+    text = value.strip()
+    try:
+        if _INSTANT.match(text):
+            datetime.datetime.strptime(text[:14], "%Y%m%d%H%M%S")
+            return text
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise OptionError(f"option {option}={value!r}: expected an instant time (yyyyMMddHHmmss or "
+                          "yyyyMMddHHmmssSSS) or a timestamp (YYYY-MM-DD[ HH:MM:SS[.fff]], UTC unless it names a "
+                          "zone)") from None
+    if when.tzinfo is not None:
+        when = when.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return f"{when:%Y%m%d%H%M%S}{when.microsecond // 1000:03d}"
+
+
+def _after(value: str, option: str) -> str:
+    """Hudi's exclusive begin instant as this source's inclusive start: the next millisecond."""
+    if value.strip().lower() in ("earliest", "latest"):
+        return value
+    return str(int(instant_of(value, option).ljust(17, "0")) + 1)
+
+
+#: Hudi's read options, as Hudi users pass them, onto this source's: (option, how the value translates)
+_HOODIE_OPTIONS = {
+    "hoodie.datasource.streaming.startoffset": ("startingInstant", _after),
+    "hoodie.datasource.read.begin.instanttime": ("startingInstant", _after),
+    "hoodie.datasource.read.end.instanttime": ("endingInstant", None),
+}
+#: Delta's streaming options that mean the same here (a split is one file group's slice)
+_DELTA_OPTIONS = {"maxfilespertrigger": "maxSplitsPerTrigger", "startingversion": "startingInstant",
+                  "startingtimestamp": "startingInstant"}
 _NAMES = {(f.alias or name).lower(): (f.alias or name) for name, f in SourceOptions.model_fields.items()
-          if name not in ("hoodie", "storage")}
+          if name != "storage"}
 
 
 def parse_options(options: Mapping[str, str]) -> SourceOptions:
     """Validate Spark's (lower-cased, string-valued) options."""
-    values: dict[str, Any] = {"hoodie": {}}
+    values: dict[str, Any] = {}
+    given: dict[str, str] = {}  # option set → the name the user set it by
     storage: dict[str, str] = {}
     for key, value in options.items():
         low = key.lower()
-        if low.startswith("hoodie."):
-            values["hoodie"][key] = value
-        elif low.startswith(("fs.", "storage.")):
+        if low.startswith(("fs.", "storage.")):
             storage[key] = value
+            continue
+        if low in _HOODIE_OPTIONS:
+            name, translate = _HOODIE_OPTIONS[low]
+            value = translate(value, key) if translate else value
+        elif low.startswith("hoodie."):
+            raise OptionError(f"option '{key}' is not read by hudi_streaming; the Hudi options it reads: "
+                              f"{', '.join(sorted(_HOODIE_OPTIONS))} (its own: {', '.join(sorted(_NAMES.values()))})")
+        elif low in _DELTA_OPTIONS:
+            name = _DELTA_OPTIONS[low]
         elif low in _NAMES:
-            values[_NAMES[low]] = value
+            name = _NAMES[low]
         else:
             valid = ", ".join(sorted(_NAMES.values()))
-            raise OptionError(f"unknown option '{key}'; valid options: {valid}, and hoodie.*/fs.* pass-throughs")
+            raise OptionError(f"unknown option '{key}'; valid options: {valid}; also Delta's "
+                              f"{', '.join(sorted(_DELTA_OPTIONS))}, Hudi's {', '.join(sorted(_HOODIE_OPTIONS))} "
+                              "and fs.* storage options")
+        if name in given and given[name].lower() != low:
+            raise OptionError(f"options '{given[name]}' and '{key}' both set {name}: give one")
+        given[name] = key
+        values[name] = value
     if "path" not in values:
         raise OptionError("no table path: use .load(<table url>) or .option('path', <table url>)")
     values["storage"] = storage_options(storage)
@@ -112,8 +185,8 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         return SourceOptions.model_validate(values)
     except ValidationError as e:
         err = e.errors()[0]
-        name = err["loc"][0] if err["loc"] else "?"
-        raise OptionError(f"option {name}={values.get(str(name))!r}: {err['msg']}") from None
+        field = str(err["loc"][0]) if err["loc"] else "?"
+        raise OptionError(f"option {field}={values.get(field)!r}: {err['msg']}") from None
 
 
 #: keys Spark's session catalog adds to a source's options on ``CREATE TABLE ... USING hudi_streaming``; it also

@@ -89,16 +89,37 @@ class HudiStreamingDataSource(DataSource):
             first.metadata = {**first.metadata, TABLE_OPTIONS_KEY: json.dumps(user_options(self.options))}
         return schema
 
-    def streamReader(self, schema: StructType) -> HudiStreamReader:
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         opts = self._opts(schema)
         if not opts.state_location:
-            raise OptionError("hudi_streaming: option stateLocation is required for streaming reads (a folder the "
-                              "source owns, e.g. <checkpoint>/hudi_state; Python sources cannot see Spark's "
-                              "checkpoint location)")
+            # raised from the reader's first call: an error raised here, PySpark 4's runner buries under its own
+            # UnboundLocalError (its cleanup stops a reader that was never made)
+            return _Refusal(OptionError(
+                "hudi_streaming: option stateLocation is required for streaming reads (a folder the source owns, "
+                "e.g. <checkpoint>/hudi_state; Python sources cannot see Spark's checkpoint location)"))
         return HudiStreamReader(opts, schema)
 
     def reader(self, schema: StructType) -> HudiBatchReader:
         return HudiBatchReader(self._opts(schema), schema)
+
+
+class _Refusal(DataSourceStreamReader):
+    """A stream reader that refuses to run, with the reason, at Spark's first call."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+    def initialOffset(self) -> dict:
+        raise self.error
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        raise self.error
+
+    def partitions(self, start: dict, end: dict):
+        raise self.error
+
+    def read(self, partition: InputPartition):
+        raise self.error
 
 
 class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from hudi_streaming.errors import OptionError, StateError
+from hudi_streaming.errors import StateError
 from hudi_streaming.monitor.split import Split
 from hudi_streaming.state import PlannedSplit
-from hudi_streaming.streaming.driver import BatchLimit, admit, instant_of, make_offset, position
+from hudi_streaming.streaming.driver import BatchLimit, admit, make_offset, position
 from hudi_streaming.streaming.options import parse_options
 
 
@@ -78,14 +78,6 @@ def test_offset_inside_a_split_of_another_row_order_is_refused():
 
 def test_equal_offsets_serialise_identically():
     assert json.dumps(make_offset(3, 7)) == '{"rec": 7, "seq": 3, "v": 2}'
-
-
-def test_starting_instant_from_a_timestamp():
-    assert instant_of("20240102030405123") == "20240102030405123"
-    assert instant_of("2024-01-02 03:04:05") == "20240102030405000"
-    assert instant_of("2024-01-02") == "20240102000000000"
-    with pytest.raises(OptionError, match="startingInstant='yesterday'"):
-        instant_of("yesterday")
 
 
 def test_the_driver_imports_nothing_from_pyspark():

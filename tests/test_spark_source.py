@@ -54,9 +54,23 @@ def test_batch_read_equals_spark_hudi_gold(spark, unzip_fixture):
 
 
 def test_missing_state_location_is_one_clear_error(spark, unzip_fixture):
-    with pytest.raises(Exception, match="stateLocation is required"):
+    with pytest.raises(Exception, match="stateLocation is required") as err:
         (spark.readStream.format("hudi_streaming").load(str(unzip_fixture(V9).table))
          .writeStream.format("noop").start().awaitTermination(60))
+    assert "UnboundLocalError" not in str(err.value)  # PySpark's own error no longer buries ours
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("columns", "amount,nosuch", "has no column nosuch; its columns: txn_id"),
+    ("partitions", "country=us", "country is not a partition field"),
+    ("startingInstant", "notatime", "option startingInstant='notatime': expected an instant time"),
+    ("hoodie.datasource.query.type", "incremental", "is not read by hudi_streaming"),
+])
+def test_bad_options_fail_when_the_query_is_defined(option, value, message, spark, unzip_fixture, tmp_path):
+    """``load()`` itself fails (Spark asks the source for its schema there), not the query after it started."""
+    with pytest.raises(Exception, match=message):
+        (spark.readStream.format("hudi_streaming").option("stateLocation", str(tmp_path / "state"))
+         .option(option, value).load(str(unzip_fixture(V9).table)))
 
 
 def test_a_catalog_table_streams_and_reads_with_its_definitions_options(spark, unzip_fixture, tmp_path):

@@ -112,9 +112,11 @@ def test_missing_credentials_are_one_line_naming_the_url_and_what_to_set(s3, aws
     assert "fs.key" in msg and "fs.s3a.access.key" in msg and "AWS_ACCESS_KEY_ID" in msg
 
 
-# -- state files on a store without rename ----------------------------------------------------------------------
+# -- whole-file writes on a store without rename ----------------------------------------------------------------
 def test_an_atomic_write_to_s3_is_one_put_and_nothing_else(s3):
-    """No temporary object, no copy, no folder probe: one PUT, which S3 makes visible whole or not at all."""
+    """No temporary object, no copy, no folder probe: one PUT, which S3 makes visible whole or not at all.
+
+    The writer completes instants this way (the completed instant file appears whole or not at all)."""
     storage = Storage(s3.url("atomic"), s3.storage_options)
     calls: list[str] = []
     original = storage.fs._call_s3
@@ -125,11 +127,11 @@ def test_an_atomic_write_to_s3_is_one_put_and_nothing_else(s3):
 
     storage.fs._call_s3 = recording
     try:
-        storage.write_bytes_atomic("state-000000000007.json", b'{"x": 1}')
+        storage.write_bytes_atomic(".hoodie/20240101000000000.deltacommit", b'{"x": 1}')
     finally:
         del storage.fs._call_s3
     assert calls == ["put_object"]
-    assert storage.read_bytes("state-000000000007.json") == b'{"x": 1}'
+    assert storage.read_bytes(".hoodie/20240101000000000.deltacommit") == b'{"x": 1}'
 
 
 # -- (b) a long-running stream ----------------------------------------------------------------------------------
@@ -163,7 +165,7 @@ def test_a_running_stream_on_s3_delivers_new_instants_and_resumes_exactly_once(s
 
     def wait_for(query, instant: str) -> None:
         """Until a batch holds ``instant`` (the bound only keeps a broken stream from hanging the run)."""
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 180
         while not delivered(instant):
             if query.exception() is not None:
                 raise AssertionError(f"the query failed: {query.exception()}")

@@ -2,7 +2,7 @@
 
 What object stores do differently from a local disk, each checked for real: fsspec caches listings per
 process (a stream must still see new instants), options arrive as Spark strings in Hadoop's names, objects
-cannot be renamed (state files are single PUTs), credentials come from options or the environment, and Spark
+cannot be renamed (whole-file writes are single PUTs), credentials come from options or the environment, and Spark
 prints a streaming relation's options.
 """
 from __future__ import annotations

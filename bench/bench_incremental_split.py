@@ -68,6 +68,7 @@ def main() -> None:
     from hudi_streaming.hoodie.table import HudiTable
     from hudi_streaming.monitor.monitor import MonitorOptions, StreamMonitor
     from hudi_streaming.streaming.consumer import file_slice, output_schema, read_columns, split_changes
+    from hudi_streaming.streaming.options import Deletes
 
     t = HudiTable(table)
     mon = StreamMonitor(t, MonitorOptions())
@@ -77,8 +78,8 @@ def main() -> None:
     cols = read_columns(t, out)
     req = SliceRead(t, cols, split.max_instant, InstantRange(instants=frozenset(split.instants)))
     plain_s, (plain, _) = best_of(args.repeat, lambda: read_slice_changes(req, file_slice(split), with_deletes=False))
-    stream_s, stream = best_of(args.repeat, lambda: split_changes(t, split, out, cols, False))
-    log_s, changes = best_of(args.repeat, lambda: split_changes(t, split, out, cols, False, changelog=True))
+    stream_s, stream = best_of(args.repeat, lambda: split_changes(t, split, out, cols, Deletes.IGNORE))
+    log_s, changes = best_of(args.repeat, lambda: split_changes(t, split, out, cols, Deletes.IGNORE, changelog=True))
     if sorted(stream.column("uuid").to_pylist()) != sorted(plain.column("uuid").to_pylist()):
         sys.exit("the stream's rows differ from the plain range read")
     kinds = dict(Counter(changes.column("_change_type").to_pylist()))

@@ -59,8 +59,8 @@ class MonitorOptions:
     skip_insert_overwrite: bool = False
     ending_instant: str | None = None
     partition_filter: dict[str, list[str]] | None = None
-    #: plan the rows of file groups an insert overwrite replaced, so they can be delivered as deletes
-    emit_deletes: bool = False
+    #: plan the rows of file groups an insert overwrite replaced, as deletes (to deliver them, or to stop on them)
+    replaced_as_deletes: bool = False
     #: the stream's schema (fixed when the query started) and whether compatible changes are delivered
     reference_schema: pa.Schema | None = None
     allow_schema_changes: bool = False
@@ -254,7 +254,7 @@ class StreamMonitor:
 
     def _replaced_groups(self, emitting: list[TimelineEntry]) -> dict[tuple[str, str], str]:
         """File groups replaced by insert overwrites among ``emitting`` → the replacing instant."""
-        if not self.options.emit_deletes:
+        if not self.options.replaced_as_deletes:
             return {}
         tl, out = self.table.timeline, {}
         for e in emitting:

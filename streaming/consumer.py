@@ -16,7 +16,7 @@ from typing import overload
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DataLossError
+from ..errors import DataLossError, DeleteError
 from ..hoodie.fs_view import BaseFile, FileSlice, LogFile
 from ..hoodie.logfile.format import parse_log_file_name
 from ..hoodie.read import read_schema
@@ -24,6 +24,7 @@ from ..hoodie.scanner import InstantRange
 from ..hoodie.slice_reader import MergeType, SliceRead, align, read_slice_and_before, read_slice_changes
 from ..hoodie.table import COMMIT_TIME, RECORD_KEY, HudiTable
 from ..monitor.split import PriorSlice, Split
+from .options import Deletes
 
 log = logging.getLogger(__name__)
 
@@ -121,27 +122,29 @@ def read_columns(table: HudiTable, schema: pa.Schema) -> pa.Schema:
     return read_schema(table, table.arrow_schema(), schema.names, incremental=True)
 
 
-def split_changes(table: HudiTable, split: Split, schema: pa.Schema, columns: pa.Schema, emit_deletes: bool,
+def split_changes(table: HudiTable, split: Split, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
                   changelog: bool = False, merge_type: str = "payload_combine",
                   fail_on_data_loss: bool = True) -> pa.Table:
     """Every change a split delivers (``columns`` read, see :func:`read_columns`), in a fixed order:
-    pre-images, upserts, then deletes.
+    pre-images, upserts, then deletes — or, when ``deletes`` is FAIL and the split deleted rows, a
+    :class:`DeleteError` naming the instant (deletes are found unless they are ignored).
 
     A row is an update when its key was in the file group before the range, an insert otherwise; pre-images
     and the values of deleted keys come from that earlier state (see :func:`_state_before`).
     """
     verify_files(table, split)
-    split = _usable_prior(table, split, fail_on_data_loss and (emit_deletes or changelog))
+    split = _usable_prior(table, split, fail_on_data_loss and (deletes is Deletes.EMIT or changelog))
+    find_deletes = deletes is not Deletes.IGNORE  # to deliver them, or to stop on them
     if split.replaced_by is not None:
-        if not emit_deletes:
+        if not find_deletes:
             return schema.empty_table()
-        return _replaced_rows(table, split, split.replaced_by, columns, schema)
+        return _checked(table, split, _replaced_rows(table, split, split.replaced_by, columns, schema), deletes)
     rng = InstantRange(instants=frozenset(split.instants)) if split.instants is not None else None
     req = SliceRead(table, columns, split.max_instant, rng, MergeType(merge_type))
     keys_only = read_schema(table, columns, [RECORD_KEY], incremental=True)
     # a rewritten base file drops deleted keys without a trace: they are found against the prior slice
-    rewrite_deletes = emit_deletes and split.prior is not None
-    rows, deleted, before = _changes_and_earlier_state(split, req, keys_only, emit_deletes, changelog,
+    rewrite_deletes = find_deletes and split.prior is not None
+    rows, deleted, before = _changes_and_earlier_state(split, req, keys_only, find_deletes, changelog,
                                                        rewrite_deletes)
     has_deletes = deleted is not None and deleted.num_rows > 0
     parts = []
@@ -161,7 +164,21 @@ def split_changes(table: HudiTable, split: Split, schema: pa.Schema, columns: pa
             has_deletes = deleted.num_rows > 0
     if has_deletes:
         parts.append(_with_kind(deleted, DELETE, schema))
-    return pa.concat_tables(parts)
+    return _checked(table, split, pa.concat_tables(parts), deletes)
+
+
+def _checked(table: HudiTable, split: Split, changes: pa.Table, deletes: Deletes) -> pa.Table:
+    """``changes``, unless they hold deletes the stream may not drop silently (``deletes`` FAIL)."""
+    if deletes is not Deletes.FAIL or CHANGE_TYPE not in changes.column_names:
+        return changes
+    gone = changes.filter(pc.equal(changes.column(CHANGE_TYPE), DELETE))
+    if not gone.num_rows:
+        return changes
+    first = gone.slice(0, 1).to_pylist()[0]
+    raise DeleteError(f"{table.url}: instant {first.get(COMMIT_TIME)} deleted {gone.num_rows} row(s) of file group "
+                      f"{split.partition}/{split.file_id} (e.g. key {first.get(RECORD_KEY)!r}); this stream neither "
+                      "delivers deletes (option emitDeletes=true: rows with _change_type 'delete') nor ignores "
+                      "them (option ignoreDeletes=true), so it stops rather than let a sink drift from the table")
 
 
 def _rewrote_base(split: Split) -> bool:
@@ -183,7 +200,7 @@ def _at_instant(rows: pa.Table, instant: str) -> pa.Table:
     return rows.set_column(idx, rows.schema.field(idx), pa.repeat(pa.scalar(instant), rows.num_rows))
 
 
-def _changes_and_earlier_state(split: Split, req: SliceRead, keys_only: pa.Schema, emit_deletes: bool,
+def _changes_and_earlier_state(split: Split, req: SliceRead, keys_only: pa.Schema, find_deletes: bool,
                                changelog: bool, rewrite_deletes: bool) -> tuple[pa.Table, pa.Table | None,
                                                                                 pa.Table | None]:
     """The range's rows, its deletes, and the file group's earlier state (None when nothing came before).
@@ -193,8 +210,8 @@ def _changes_and_earlier_state(split: Split, req: SliceRead, keys_only: pa.Schem
     and of the keys alone unless values are delivered (pre-images, deleted rows).
     """
     if split.instants is not None and req.table.config.version >= 8 and not _rewrote_base(split):
-        return read_slice_and_before(req, file_slice(split), with_deletes=emit_deletes)
-    rows, deleted = read_slice_changes(req, file_slice(split), with_deletes=emit_deletes)
+        return read_slice_and_before(req, file_slice(split), with_deletes=find_deletes)
+    rows, deleted = read_slice_changes(req, file_slice(split), with_deletes=find_deletes)
     has_deletes = deleted is not None and deleted.num_rows > 0
     if not (rows.num_rows or has_deletes or rewrite_deletes):
         return rows, deleted, None
@@ -268,11 +285,11 @@ def _with_kind(rows: pa.Table, kinds: str | pa.Array, schema: pa.Schema) -> pa.T
 
 
 def consume(table: HudiTable, ranges: list[SplitRange], schema: pa.Schema, columns: pa.Schema, target: pa.Schema,
-            *, emit_deletes: bool, changelog: bool, merge_type: str, mini_batch: int,
+            *, deletes: Deletes, changelog: bool, merge_type: str, mini_batch: int,
             fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
     """Record batches of at most ``mini_batch`` rows for each range, in order, cast to ``target``."""
     for r in ranges:
-        changes = split_changes(table, r.split, schema, columns, emit_deletes, changelog, merge_type,
+        changes = split_changes(table, r.split, schema, columns, deletes, changelog, merge_type,
                                 fail_on_data_loss)
         stop = changes.num_rows if r.stop is None else min(r.stop, changes.num_rows)
         if r.skip >= stop:

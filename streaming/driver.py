@@ -38,7 +38,7 @@ from ..hoodie.timeline import CommitCheck
 from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
 from ..state import PlannedSplit, StateStore, StreamState
 from .consumer import SplitRange, output_schema, read_columns
-from .options import ReadMode, SourceOptions
+from .options import Deletes, ReadMode, SourceOptions
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +199,7 @@ class StreamDriver:
         self.monitor = StreamMonitor(self.table, MonitorOptions(
             skip_compaction=opts.skip_compaction, skip_clustering=opts.skip_clustering,
             skip_insert_overwrite=opts.skip_insert_overwrite, ending_instant=opts.ending_instant,
-            partition_filter=opts.partition_filter(), emit_deletes=opts.emit_deletes,
+            partition_filter=opts.partition_filter(), replaced_as_deletes=opts.deletes is not Deletes.IGNORE,
             reference_schema=reference_schema, allow_schema_changes=opts.allow_schema_changes))
         self.target: Cursor | None = None
         self.available_now = False

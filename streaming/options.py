@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import OptionError
 from .storage_options import storage_options
@@ -26,6 +26,15 @@ from .storage_options import storage_options
 class ReadMode(str, enum.Enum):
     UPSERT = "upsert"
     CHANGELOG = "changelog"
+
+
+class Deletes(str, enum.Enum):
+    """What a stream does with a delete: deliver it, drop it, or stop — the default, as Delta's source does, since
+    dropping deletes the user did not ask to drop lets an upsert sink drift from the table without a word."""
+
+    EMIT = "emit"
+    IGNORE = "ignore"
+    FAIL = "fail"
 
 
 class SourceOptions(BaseModel):
@@ -89,6 +98,16 @@ class SourceOptions(BaseModel):
     @classmethod
     def _lower(cls, v: Any) -> Any:
         return v.lower() if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _one_delete_choice(self) -> SourceOptions:
+        if self.emit_deletes and self.ignore_deletes:
+            raise OptionError("options emitDeletes and ignoreDeletes are both true: choose one")
+        return self
+
+    @property
+    def deletes(self) -> Deletes:
+        return Deletes.EMIT if self.emit_deletes else Deletes.IGNORE if self.ignore_deletes else Deletes.FAIL
 
     def partition_filter(self) -> dict[str, list[str]] | None:
         """``partitions`` as ``field=v1|v2,field2=v3`` → {field: [values]}."""

@@ -30,6 +30,7 @@ from .consumer import SplitRange, consume
 from .driver import BatchLimit, StreamDriver, make_offset, plan_batch_read, source_schema
 from .options import (
     TABLE_OPTIONS_KEY,
+    Deletes,
     ReadMode,
     SourceOptions,
     is_catalog_definition,
@@ -181,7 +182,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         table = _task_table(o, partition)
         # the query's schema, fixed at its start: later added columns are left out, widened ones cast back
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
-        yield from consume(table, partition.ranges, target, partition.columns, target, emit_deletes=o.emit_deletes,
+        yield from consume(table, partition.ranges, target, partition.columns, target, deletes=o.deletes,
                            changelog=o.read_mode is ReadMode.CHANGELOG, merge_type=o.merge_type,
                            mini_batch=o.mini_batch_size, fail_on_data_loss=o.fail_on_data_loss)
 
@@ -201,4 +202,5 @@ class HudiBatchReader(DataSourceReader):
         partition = _planned(partition)
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
         yield from consume(_task_table(o, partition), partition.ranges, target, partition.columns, target,
-                           emit_deletes=False, changelog=False, merge_type=o.merge_type, mini_batch=o.mini_batch_size)
+                           deletes=Deletes.IGNORE, changelog=False, merge_type=o.merge_type,
+                           mini_batch=o.mini_batch_size)

@@ -15,7 +15,7 @@ import pytest
 from stream_sim import make_reader, resume, run_batches
 
 from hudi_streaming import hoodie
-from hudi_streaming.errors import DataLossError, StateError
+from hudi_streaming.errors import DataLossError, DeleteError, StateError
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
 from reveal import TimelineReveal  # noqa: E402
@@ -107,7 +107,7 @@ def _late_stream(table: Path, tmp_path: Path, **options):
     """A stream following the table; the second instant completes *after* the third (skipped, then revealed)."""
     reveal = TimelineReveal(table, tmp_path / "hidden")
     reveal.reveal_next()
-    reader = make_reader(str(table), str(tmp_path / "state"), **options)
+    reader = make_reader(str(table), str(tmp_path / "state"), ignoreDeletes="true", **options)
     batches = run_batches(reader)
     late = reveal.instants[1]
     reveal.reveal_next(skip=1)
@@ -143,3 +143,23 @@ def test_a_late_instant_behind_the_window_stops_the_stream_unless_allowed(fail_o
     batches = resume(reader)
     assert late in [t for b in batches if b is not None for t in b.column("_hoodie_commit_time").to_pylist()]
     assert f"instant {late} completed at" in caplog.text and "delivering it (failOnDataLoss=false)" in caplog.text
+
+
+@pytest.mark.parametrize("choice", [None, "ignoreDeletes", "emitDeletes"])
+def test_a_delete_stops_a_stream_that_has_not_chosen_what_deletes_do(choice, table, tmp_path):
+    """Deletes dropped by default let an upsert sink drift from the table without a word; as in Delta, the stream
+    stops on a delete unless the user chose to deliver (emitDeletes) or to drop (ignoreDeletes) them."""
+    reveal = TimelineReveal(table, tmp_path / "hidden")
+    reveal.reveal_next()
+    reader = make_reader(str(table), str(tmp_path / "state"), **({choice: "true"} if choice else {}))
+    batches = run_batches(reader)
+    if choice is None:
+        with pytest.raises(DeleteError, match="instant \\d{17} deleted 1 row.* neither delivers deletes \\(option "
+                                              "emitDeletes=true.* nor ignores them \\(option ignoreDeletes=true\\)"):
+            while reveal.reveal_next():
+                batches += resume(reader)
+        return
+    while reveal.reveal_next():
+        batches += resume(reader)
+    kinds = {k for b in batches if b is not None for k in b.column("_change_type").to_pylist()}
+    assert ("delete" in kinds) == (choice == "emitDeletes")

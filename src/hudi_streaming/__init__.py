@@ -18,6 +18,7 @@ from importlib.metadata import PackageNotFoundError, version
 from .errors import (
     CorruptFileError,
     DataLossError,
+    DeleteError,
     HudiStreamingError,
     InvalidTableContentError,
     NotFoundError,
@@ -34,8 +35,8 @@ except PackageNotFoundError:  # imported from a source tree that was never insta
     __version__ = "0+unknown"
 
 __all__ = ["read_table", "HudiTable", "HudiStreamingDataSource", "HudiStreamingError", "CorruptFileError",
-           "DataLossError", "InvalidTableContentError", "NotFoundError", "OptionError", "SchemaChangeError",
-           "StateError", "UnsupportedTableError", "__version__"]
+           "DataLossError", "DeleteError", "InvalidTableContentError", "NotFoundError", "OptionError",
+           "SchemaChangeError", "StateError", "UnsupportedTableError", "__version__"]
 
 
 def __getattr__(name: str):

@@ -35,6 +35,11 @@ class SchemaChangeError(HudiStreamingError):
     """An instant's schema differs from the stream's in a way the stream cannot deliver."""
 
 
+class DeleteError(HudiStreamingError):
+    """A delete reached a stream that neither delivers deletes (``emitDeletes``) nor ignores them
+    (``ignoreDeletes``)."""
+
+
 class DataLossError(HudiStreamingError):
     """The range the stream must read next is no longer readable (cleaned files, missing metadata)."""
 

@@ -15,26 +15,37 @@ layer's other log messages.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import numbers
 import os
+import posixpath
 import sys
+import tempfile
+import time
 import traceback
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 
 import fsspec
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ..errors import HudiStreamingError, NotFoundError, OptionError
+from .. import __version__
+from ..errors import HudiStreamingError, NotFoundError, OptionError, StateError
 from ..hoodie.logfile.blocks import decode_data_block, decode_delete_block
-from ..hoodie.logfile.format import BlockType, HeaderKey, parse_log_file_name
+from ..hoodie.logfile.format import MAGIC, BlockType, HeaderKey, parse_log_file_name
 from ..hoodie.logfile.reader import iter_blocks
 from ..hoodie.read import read_table
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import Action
 from ..monitor.monitor import MonitorOptions, StreamMonitor
 from ..state import StateStore
+from .consumer import SplitRange, consume
+from .driver import BatchLimit, StreamDriver, make_offset, source_schema
+from .options import instant_of, parse_options
+from .storage_options import storage_options
 
 USER_ERROR, INTERNAL_ERROR = 2, 1
 #: Widest cell of record listings; longer values end in "…" so a row stays on one screen line.
@@ -90,6 +101,19 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+@contextlib.contextmanager
+def _progress(what: str) -> Iterator[None]:
+    """A spinner on stderr while long work runs, so a big read does not look hung; only on a terminal, so
+    pipes, logs and tests get the plain output (and errors stay one line)."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(f"{what}…"):
+        yield
+
+
 def _limited(items: list, limit: int | None, *, keep_last: bool = False) -> tuple[list, int]:
     """The items a ``--limit`` lets through and how many it left out."""
     if limit is None or len(items) <= limit:
@@ -99,14 +123,14 @@ def _limited(items: list, limit: int | None, *, keep_last: bool = False) -> tupl
 
 # --- inspect TABLE_URL --------------------------------------------------------------------------------------
 
-def _resolve(url: str) -> tuple[fsspec.AbstractFileSystem, str]:
+def _resolve(url: str, storage: dict) -> tuple[fsspec.AbstractFileSystem, str]:
     """File system and path of ``url``, which must exist.
 
     Checked up front so a typo reads "no such file or directory" rather than the format layer's "not a Hudi
     table", and an unknown URL scheme or a missing fsspec driver is a one-line user error.
     """
     try:
-        fs, path = fsspec.core.url_to_fs(url)
+        fs, path = fsspec.core.url_to_fs(url, **storage)
     except (ValueError, ImportError) as e:
         raise OptionError(f"{url}: {e}") from None
     if not fs.exists(path):
@@ -114,9 +138,9 @@ def _resolve(url: str) -> tuple[fsspec.AbstractFileSystem, str]:
     return fs, path
 
 
-def _open_table(url: str) -> HudiTable:
-    _resolve(url)
-    return HudiTable(url)
+def _open_table(url: str, storage: dict) -> HudiTable:
+    _resolve(url, storage)
+    return HudiTable(url, storage or None)
 
 
 def _action_label(table: HudiTable, entry) -> str:
@@ -140,9 +164,10 @@ def _completion(entry) -> str | None:
     return entry.completion_time + "*" if entry.instant.legacy else entry.completion_time
 
 
-def inspect_table(url: str, *, limit: int | None = None, instants_only: bool = False) -> None:
+def inspect_table(url: str, *, limit: int | None = None, instants_only: bool = False,
+                  storage: dict | None = None) -> None:
     """Print the configuration, the timeline and the file groups of a table."""
-    table = _open_table(url)
+    table = _open_table(url, storage or {})
     cfg = table.config
     archived = table.storage.list_dir(cfg.archive_dir)
     print(format_table([
@@ -205,19 +230,29 @@ def _schema_summary(schema_json: str | None) -> str | None:
     return f"{len(names)} fields: " + ", ".join(data[:4]) + (", …" if len(data) > 4 else "")
 
 
-def inspect_log(url: str, *, records: int = 0) -> None:
-    """Print every block of one log file; with ``records`` also the first records of each block."""
-    fs, path = _resolve(url)
+def inspect_log(url: str, *, records: int = 0, storage: dict | None = None) -> None:
+    """Print every block of one log file; with ``records`` also the first records of each block.
+
+    A file that is not a log file (``hoodie.properties``, a base file) is refused up front: read as a log it
+    would be one "corrupt block", which sends users looking for damage that is not there. An empty file with a
+    log file name is a log file (Hudi creates them before the first append).
+    """
+    fs, path = _resolve(url, storage or {})
     if fs.isdir(path):
         raise OptionError(f"{url}: is a directory, not a log file (use 'inspect TABLE_URL' for tables)")
-    data = fs.cat_file(path)
     name = parse_log_file_name(path)
+    if name is None:
+        raise OptionError(f"{url}: not a Hudi log file (the name is not .<file id>_<instant>.log.<version>_<token>)")
+    data = fs.cat_file(path)
+    if data and not data.startswith(MAGIC):
+        raise OptionError(f"{url}: not a Hudi log file (it does not start with the log magic "
+                          f"{MAGIC.decode()}: {data[:len(MAGIC)]!r})")
     print(format_table([
         ("log file", url),
         ("size", f"{len(data)} bytes"),
-        ("file id", name.file_id if name else "- (not a Hudi log file name)"),
-        ("instant", name.instant if name else None),
-        ("version", name.version if name else None),
+        ("file id", name.file_id),
+        ("instant", name.instant),
+        ("version", name.version),
     ]))
 
     rows, notes, decoded = [], [], {}
@@ -267,12 +302,20 @@ def inspect_log(url: str, *, records: int = 0) -> None:
 # --- read ---------------------------------------------------------------------------------------------------
 
 def read(url: str, *, columns: list[str] | None, as_of: str | None, start: str | None, end: str | None,
-         limit: int) -> None:
-    """Print the row count of a query and its first ``limit`` rows."""
+         limit: int, storage: dict | None = None) -> None:
+    """Print the row count of a query and its first ``limit`` rows.
+
+    Positions take the stream's forms (an instant time or a timestamp, see ``options.instant_of``): the format
+    layer compares instants as strings, so ``2026-03-08`` or a typo passed on unchecked selects every row or
+    none without a word.
+    """
     if as_of and (start or end):
         raise OptionError("--as-of is a snapshot query and cannot be combined with --start/--end (incremental)")
-    _resolve(url)
-    t = read_table(url, columns=columns, as_of=as_of, start=start, end=end)
+    as_of, start, end = (instant_of(v, o) if v else None
+                         for v, o in ((as_of, "--as-of"), (start, "--start"), (end, "--end")))
+    _resolve(url, storage or {})
+    with _progress(f"reading {url}"):
+        t = read_table(url, columns=columns, as_of=as_of, start=start, end=end, storage_options=storage or None)
     query = (f"incremental ({start or 'beginning'}, {end or 'latest'}]" if start or end
              else f"snapshot as of {as_of}" if as_of else "snapshot")
     print(f"{_plural(t.num_rows, 'row')} ({query})")
@@ -311,16 +354,71 @@ def _count(text: str) -> int:
     return n
 
 
-def show_state(location: str, *, limit: int | None = None) -> None:
+def _checkpoint_offset(checkpoint: str, stream_id: str, storage: dict) -> tuple[int, dict] | None:
+    """Spark's last committed batch and this stream's offset in it, from a Spark checkpoint folder; None when
+    Spark has committed no batch yet.
+
+    Spark writes ``commits/<batch>`` once a batch's sink output is done, but calls the source's ``commit``
+    only when it plans the next batch, so the state alone lags by a batch: only Spark's log says what it has
+    committed. ``offsets/<batch>`` holds a version line, a metadata line, then one offset per source (``-``
+    for none); ours is the one naming the state's stream.
+    """
+    fs, root = _resolve(checkpoint, storage)
+
+    def batches(folder: str) -> list[int]:
+        names = [posixpath.basename(p) for p in fs.ls(posixpath.join(root, folder), detail=False)] \
+            if fs.isdir(posixpath.join(root, folder)) else []
+        return sorted(int(n) for n in names if n.isdigit())
+
+    if not fs.isdir(posixpath.join(root, "offsets")):
+        raise NotFoundError(f"{checkpoint}: not a Spark checkpoint (no offsets/ folder)")
+    committed = batches("commits")
+    if not committed:
+        return None
+    batch = committed[-1]
+    where = f"{checkpoint}/offsets/{batch}"
+    try:
+        lines = fs.cat_file(posixpath.join(root, "offsets", str(batch))).decode().splitlines()
+    except FileNotFoundError:
+        raise StateError(f"{where}: missing, but commits/{batch} exists: the checkpoint is damaged") from None
+    ours = []
+    for line in lines[2:]:
+        try:
+            offset = json.loads(line)
+        except ValueError:
+            continue  # "-" (a source without an offset) or another source's non-JSON offset
+        if isinstance(offset, dict) and {"seq", "rec"} <= offset.keys() and offset.get("sid") in (stream_id, None):
+            ours.append(offset)
+    if len(ours) != 1:
+        raise StateError(f"{where}: {'no' if not ours else 'more than one'} offset of stream {stream_id} (the "
+                         "state's); the checkpoint belongs to another query, or the state folder to another stream")
+    return batch, ours[0]
+
+
+def show_state(location: str, *, checkpoint: str | None = None, limit: int | None = None,
+               storage: dict | None = None) -> None:
     """Print a stream's checkpoint state: where it is, how far behind the table, and the splits it has planned
-    but not yet committed (what a restarted query delivers first)."""
-    state = StateStore(location).newest()
+    but not yet committed (what a restarted query delivers first).
+
+    What is committed is Spark's to say (see :func:`_checkpoint_offset`); without ``checkpoint`` the output
+    says only what the source has recorded, worded as such.
+    """
+    storage = storage or {}
+    state = StateStore(location, storage or None).newest()
     if state is None:
         raise NotFoundError(f"{location}: no hudi-streaming state files here (is it the stream's stateLocation?)")
-    pending = state.pending_from(state.committed_seq)
+    spark = _checkpoint_offset(checkpoint, state.stream_id, storage) if checkpoint else None
+    seq, rec = state.committed_seq, 0
+    if spark is not None:
+        seq, rec = int(spark[1]["seq"]), int(spark[1]["rec"])
+        if seq < state.committed_seq or seq > state.next_seq:
+            raise StateError(f"{checkpoint}: Spark's last committed batch {spark[0]} is at split {seq}, but the state "
+                             f"has committed splits below {state.committed_seq} and planned below {state.next_seq}: "
+                             "the state folder does not belong to this checkpoint")
+    pending = state.pending_from(seq)
     behind = "-"
     try:
-        table = HudiTable(state.table_url)
+        table = HudiTable(state.table_url, storage or None)
         monitor = StreamMonitor(table, MonitorOptions())
         after, _ = monitor.completed_after(state.cursor)
         behind = (f"{_plural(len(after), 'completed instant')} (newest {after[-1].requested_time})" if after
@@ -328,37 +426,110 @@ def show_state(location: str, *, limit: int | None = None) -> None:
     except (HudiStreamingError, OSError) as e:
         behind = f"unknown: the table does not open ({e})"
     cursor = state.cursor
+    within = f", and {_plural(rec, 'record')} of split {seq}" if rec else ""
+    if checkpoint is None:
+        committed = [("committed by the source", f"splits below {state.committed_seq} (Spark may have committed "
+                                                 "more: the source hears of a commit at the next batch; see "
+                                                 "--checkpoint)"),
+                     ("planned, not committed by the source", f"{_plural(len(pending), 'split')} "
+                                                              f"(next sequence {state.next_seq})")]
+    else:
+        committed = [("committed by Spark", "no batch yet" if spark is None else
+                      f"batch {spark[0]}: splits below {seq}{within}"),
+                     ("planned and not committed",
+                      f"{_plural(len(pending), 'split')} (next sequence {state.next_seq})")]
     print(format_table([
         ("table", f"{state.table_name} at {state.table_url}"),
         ("cursor", "- (nothing planned yet)" if cursor is None else
          cursor.requested + (f" (completed {cursor.completion})" if cursor.completion else "")),
         ("instants after the cursor", behind),
-        ("splits", f"{state.committed_seq} committed, {len(pending)} planned and not committed "
-                   f"(next sequence {state.next_seq})"),
+        *committed,
         ("pending estimate", f"{sum(p.split.est_rows for p in pending):,} rows, "
                              f"{_human_size(sum(p.split.est_bytes for p in pending))}"),
     ]))
     shown, hidden = _limited(pending, limit)
     if shown:
-        print("\nPlanned splits not yet committed:")
+        print("\nPlanned splits not yet committed" + ("" if checkpoint else " by the source") + ":")
         print(format_table(
             [(p.seq, p.round, p.split.partition or "-", p.split.file_id,
               "snapshot" if p.split.instants is None else ", ".join(p.split.instants[:2])
               + (f" (+{len(p.split.instants) - 2})" if len(p.split.instants) > 2 else ""),
               p.split.est_rows, _human_size(p.split.est_bytes),
-              f"deletes (replaced by {p.split.replaced_by})" if p.split.replaced_by else "")
+              "; ".join(n for n in (f"{rec} records delivered" if p.seq == seq and rec else "",
+                                    f"deletes (replaced by {p.split.replaced_by})" if p.split.replaced_by else "")
+                        if n))
              for p in shown],
             ["seq", "round", "partition", "file id", "instants", "rows (est.)", "size", "note"]))
     if hidden:
         print(f"({hidden} more splits not shown; --limit {limit})")
 
 
+# --- tail ---------------------------------------------------------------------------------------------------
+
+def tail(url: str, *, start: str, columns: list[str] | None, interval: float, limit: int | None,
+         fs_options: dict[str, str] | None = None) -> None:
+    """Print each new instant's changes as it completes, like ``tail -f``, until ``limit`` instants (or ^C).
+
+    Driven by the stream's own planner and split reader without Spark (the source's driver needs none): the
+    change types are exactly what a streaming query delivers, deletes included, and it starts at once with no
+    JVM. Its position lives in a temporary state folder that goes away with the command.
+    """
+    _resolve(url, storage_options(fs_options or {}))
+    if start.strip().lower() not in ("earliest", "latest"):
+        start = instant_of(start, "--from")
+    with tempfile.TemporaryDirectory(prefix="hudi-streaming-tail-") as folder:
+        opts = parse_options({"path": url, "stateLocation": folder, "startingInstant": start,
+                              "readMode": "changelog", "emitDeletes": "true",
+                              **({"columns": ",".join(columns)} if columns else {}), **(fs_options or {})})
+        driver = StreamDriver(opts, source_schema(opts))
+        shown_cols = [n for n in driver.output.names if not n.startswith("_hoodie_") and n != "_change_type"]
+        print(f"tailing {driver.table.url} from {start} (every {interval:g}s; ^C stops)", flush=True)
+        offset, printed = make_offset(0, 0), 0
+        while limit is None or printed < limit:
+            end = driver.latest_offset(offset, BatchLimit())
+            if end == offset:
+                time.sleep(interval)
+                continue
+            tasks: list[tuple[list[SplitRange], pa.Schema]] = driver.partitions(
+                offset, end, lambda ranges, cols, _commits: (ranges, cols))
+            rows = pa.Table.from_batches(
+                [b for ranges, cols in tasks for b in consume(
+                    driver.table, ranges, driver.output, cols, driver.output, deletes=opts.deletes, changelog=True,
+                    merge_type=opts.merge_type, mini_batch=opts.mini_batch_size)], schema=driver.output)
+            driver.commit(end)
+            offset = end
+            for instant, changes in _by_instant(rows.filter(pc.field("_change_type") != "update_preimage")):
+                if limit is not None and printed >= limit:
+                    break
+                printed += 1
+                kinds = ", ".join(f"{n} {k}" for k, n in Counter(changes["_change_type"].to_pylist()).items())
+                print(f"\ninstant {instant}: {_plural(changes.num_rows, 'change')} ({kinds})")
+                print(format_table(
+                    [[r["_hoodie_record_key"], r["_change_type"], *(r[c] for c in shown_cols)]
+                     for r in changes.to_pylist()],
+                    ["key", "change", *shown_cols], max_width=CELL_WIDTH), flush=True)
+
+
+def _by_instant(rows: pa.Table) -> list[tuple[str, pa.Table]]:
+    """The rows of each instant (``_hoodie_commit_time`` is the instant of the change), in delivery order."""
+    times = rows["_hoodie_commit_time"]
+    return [(t, rows.filter(pc.equal(times, t))) for t in dict.fromkeys(times.to_pylist())]
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="hudi-streaming", description="Inspect and read Apache Hudi tables; run the demo.")
+    p = _Parser(prog="hudi-streaming", description="Inspect, read and tail Apache Hudi tables; show a stream's "
+                                                   "state; run the demo.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     p.add_argument("--verbose", "-v", action="store_true", help="tracebacks and format-layer log messages")
+    p.add_argument("--storage-option", "-s", action="append", default=[], metavar="NAME=VALUE", dest="storage_top",
+                   help="an fsspec storage option (repeatable), typed and named as the source's fs.* options: "
+                        "key=..., anon=true, client_kwargs={\"endpoint_url\": ...}, or Hadoop's fs.s3a.* names; "
+                        "without credentials s3fs uses the AWS_* environment variables, ~/.aws and instance roles")
     # accepted after the command too; SUPPRESS keeps the top-level value when absent there
     common = _Parser(add_help=False)
     common.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    common.add_argument("--storage-option", "-s", action="append", default=[], metavar="NAME=VALUE",
+                        dest="storage_sub", help="an fsspec storage option (repeatable; see 'hudi-streaming --help')")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     ins = sub.add_parser("inspect", parents=[common], help="show a table (inspect TABLE_URL) or a log file "
@@ -376,14 +547,32 @@ def build_parser() -> argparse.ArgumentParser:
     rd = sub.add_parser("read", parents=[common], help="read a table: snapshot, time travel or incremental")
     rd.add_argument("table_url", metavar="TABLE_URL")
     rd.add_argument("--columns", help="comma-separated column names")
-    rd.add_argument("--as-of", metavar="T", help="snapshot as of instant T")
-    rd.add_argument("--start", metavar="T", help="incremental: after T (exclusive)")
-    rd.add_argument("--end", metavar="T", help="incremental: up to T (inclusive)")
+    rd.add_argument("--as-of", metavar="T", help="snapshot as of T: an instant time (yyyyMMddHHmmss[SSS]) or a "
+                                                 "timestamp YYYY-MM-DD[ HH:MM:SS] (UTC unless zoned)")
+    rd.add_argument("--start", metavar="T", help="incremental: after T (exclusive; instant or timestamp; v8/v9 "
+                                                 "completion times, v6 requested times)")
+    rd.add_argument("--end", metavar="T", help="incremental: up to T (inclusive; instant or timestamp)")
     rd.add_argument("--limit", type=_count, default=20, metavar="N", help="rows to print (default 20)")
 
     st = sub.add_parser("state", parents=[common], help="show a stream's checkpoint state (its stateLocation)")
     st.add_argument("location", metavar="STATE_LOCATION")
+    st.add_argument("--checkpoint", metavar="SPARK_CHECKPOINT",
+                    help="the query's checkpointLocation: show what Spark has committed (its commits/ and offsets/); "
+                         "without it only what the source has recorded is known")
     st.add_argument("--limit", type=_count, metavar="N", help="show only the first N planned splits")
+
+    tl = sub.add_parser("tail", parents=[common], help="print a table's changes as instants complete (like tail -f)",
+                        description="Follow a table: one listing per new instant (key, change type, columns), "
+                                    "deletes included. Runs the stream's planner and reader without Spark, so it "
+                                    "starts at once; its position is kept in a temporary folder.")
+    tl.add_argument("table_url", metavar="TABLE_URL")
+    tl.add_argument("--from", dest="start", default="latest", metavar="INSTANT|TIMESTAMP",
+                    help="latest (default: only new instants), earliest (the table, then changes), an instant time "
+                         "or a timestamp YYYY-MM-DD[ HH:MM:SS] (UTC unless zoned)")
+    tl.add_argument("--columns", help="comma-separated columns to show (default: all)")
+    tl.add_argument("--interval", type=_seconds, default=2.0, metavar="S",
+                    help="seconds between timeline polls (default 2)")
+    tl.add_argument("--limit-batches", type=_count, metavar="N", help="stop after N instants (default: never)")
 
     dm = sub.add_parser("demo", parents=[common],
                         help="stream a live table with local Spark while a load generator writes it")
@@ -392,26 +581,58 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _seconds(text: str) -> float:
+    try:
+        s = float(text)
+    except ValueError:
+        s = -1.0
+    if not s > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return s
+
+
+def _fs_options(pairs: list[str]) -> dict[str, str]:
+    """``NAME=VALUE`` pairs as the source's ``fs.*`` options (the ``fs.`` prefix is optional)."""
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise OptionError(f"--storage-option {pair!r}: expected NAME=VALUE")
+        name = name.strip()
+        out[name if name.startswith("fs.") else f"fs.{name}"] = value
+    return out
+
+
+def _columns(text: str | None) -> list[str] | None:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else None
+
+
 def _run(args: argparse.Namespace) -> None:
+    fs_options = _fs_options(args.storage_top + getattr(args, "storage_sub", []))
+    storage = storage_options(fs_options)
     if args.command == "inspect":
         target = args.target
         if len(target) == 2 and target[0] == "log":
             if args.instants_only or args.limit is not None:
                 raise OptionError("--instants-only and --limit apply to tables, not to 'inspect log'")
-            inspect_log(target[1], records=args.records)
+            inspect_log(target[1], records=args.records, storage=storage)
         elif len(target) == 1:
             if args.records:
                 raise OptionError("--records applies to 'inspect log FILE'")
-            inspect_table(target[0], limit=args.limit, instants_only=args.instants_only)
+            inspect_table(target[0], limit=args.limit, instants_only=args.instants_only, storage=storage)
         else:
             raise OptionError("inspect takes TABLE_URL, or 'log' and one FILE")
     elif args.command == "read":
-        columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
-        read(args.table_url, columns=columns, as_of=args.as_of, start=args.start, end=args.end, limit=args.limit)
+        read(args.table_url, columns=_columns(args.columns), as_of=args.as_of, start=args.start, end=args.end,
+             limit=args.limit, storage=storage)
     elif args.command == "state":
-        show_state(args.location, limit=args.limit)
+        show_state(args.location, checkpoint=args.checkpoint, limit=args.limit, storage=storage)
+    elif args.command == "tail":
+        tail(args.table_url, start=args.start, columns=_columns(args.columns), interval=args.interval,
+             limit=args.limit_batches, fs_options=fs_options)
     elif args.command == "demo":
-        demo(args.commits, args.keys)
+        with _progress("running the demo"):
+            demo(args.commits, args.keys)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -424,6 +645,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             format="%(levelname)s %(name)s: %(message)s")
         _run(args)
         return 0
+    except KeyboardInterrupt:  # ^C ends `tail` (and anything long): the shell's code for SIGINT, no traceback
+        return 130
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else 0
     except BrokenPipeError:  # output piped into `head`: stop quietly, and keep Python's exit flush quiet too

@@ -5,13 +5,19 @@ Spark's gold output), not from the format layer the tool prints, so a wrong list
 """
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import os
 import re
+import shutil
+import threading
 import time
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import LOG_FILES
+from s3_server import S3Server
 
 from hudi_streaming.streaming.cli import format_table, main
 
@@ -330,7 +336,9 @@ def test_state_shows_cursor_lag_and_uncommitted_splits(unzip_fixture, tmp_path, 
     pending = reader.driver.state.pending_from(0)
     code, out, err = run(capsys, "state", str(tmp_path / "state"))
     assert code == 0 and err == ""
-    assert f"0 committed, {len(pending)} planned and not committed" in out
+    assert cells(line_starting(out, "committed by the source "))[1].startswith("splits below 0 ")
+    assert cells(line_starting(out, "planned, not committed by the source "))[1] == \
+        f"{len(pending)} splits (next sequence {len(pending)})"
     assert "none: caught up" in out  # the snapshot planned everything up to the newest instant
     rows = [ln for ln in out.splitlines() if re.match(r"\s*\d+\s+\d+\s", ln)]
     assert [int(r.split()[0]) for r in rows] == [p.seq for p in pending]
@@ -341,3 +349,116 @@ def test_state_of_a_folder_without_state_or_with_a_torn_file_is_one_line_error(t
     assert_one_line_error(*run(capsys, "state", str(tmp_path)), "no hudi-streaming state files")
     (tmp_path / "state-000000000000.json").write_text('{"format": "hudi-streaming-state"')
     assert_one_line_error(*run(capsys, "state", str(tmp_path)), "torn or not a state file")
+
+
+def _spark_checkpoint(folder, batches: list[dict], committed: int) -> None:
+    """A Spark checkpoint folder as Spark's OffsetSeqLog and CommitLog write it: offsets/<batch> is "v1", the
+    batch metadata, then one offset per source ("-" for a source without one); commits/<batch> marks a batch
+    whose output is done."""
+    (folder / "offsets").mkdir(parents=True)
+    (folder / "commits").mkdir()
+    metadata = {"batchWatermarkMs": 0, "batchTimestampMs": 1760000000000, "conf": {}}
+    for batch, offset in enumerate(batches):
+        (folder / "offsets" / str(batch)).write_text("\n".join(["v1", json.dumps(metadata), "-",
+                                                                 json.dumps(offset)]))
+        (folder / "offsets" / f".{batch}.crc").write_bytes(b"crc")
+        if batch <= committed:
+            (folder / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+
+
+def test_state_with_the_spark_checkpoint_tells_committed_from_planned(unzip_fixture, tmp_path, capsys):
+    """Spark has committed batch 0 but the source hears of it only at the next batch: without the checkpoint
+    the state cannot know, with it the committed splits are not listed as pending."""
+    from stream_sim import make_reader
+    table = tmp_path / "table"
+    shutil.copytree(unzip_fixture(V9).table, table)
+    reader = make_reader(str(table), str(tmp_path / "state"), maxSplitsPerTrigger="2")
+    first = reader.latestOffset(reader.initialOffset(), reader.getDefaultReadLimit())
+    second = reader.latestOffset(first, reader.getDefaultReadLimit())
+    planned = reader.driver.state.next_seq
+    assert (first["seq"], second["seq"]) == (2, 4) and planned == 5
+    _spark_checkpoint(tmp_path / "spark", [first, second], committed=0)  # batch 1 planned, not committed
+
+    code, out, err = run(capsys, "state", str(tmp_path / "state"), "--checkpoint", str(tmp_path / "spark"))
+    assert code == 0 and err == ""
+    assert cells(line_starting(out, "committed by Spark "))[1] == "batch 0: splits below 2"
+    assert cells(line_starting(out, "planned and not committed "))[1] == "3 splits (next sequence 5)"
+    assert [int(ln.split()[0]) for ln in out.splitlines() if re.match(r"\s*\d+\s+\d+\s", ln)] == [2, 3, 4]
+
+    code, out, _ = run(capsys, "state", str(tmp_path / "state"))  # the source has committed nothing yet
+    assert code == 0
+    assert cells(line_starting(out, "planned, not committed by the source "))[1] == "5 splits (next sequence 5)"
+
+
+def test_state_with_another_streams_checkpoint_is_one_line_error(unzip_fixture, tmp_path, capsys):
+    from stream_sim import make_reader
+    reader = make_reader(str(unzip_fixture(V9).table), str(tmp_path / "state"))
+    reader.latestOffset(reader.initialOffset(), reader.getDefaultReadLimit())
+    _spark_checkpoint(tmp_path / "spark", [{"rec": 0, "seq": 1, "sid": "f" * 32, "v": 2}], committed=0)
+    assert_one_line_error(*run(capsys, "state", str(tmp_path / "state"), "--checkpoint", str(tmp_path / "spark")),
+                          f"no offset of stream {reader.driver.state.stream_id}")
+    assert_one_line_error(*run(capsys, "state", str(tmp_path / "state"), "--checkpoint", str(tmp_path / "state")),
+                          "not a Spark checkpoint (no offsets/ folder)")
+
+
+# --- --version, storage options ---------------------------------------------------------------------------
+
+def test_version(capsys):
+    code, out, err = run(capsys, "--version")
+    assert (code, out, err) == (0, f"hudi-streaming {importlib.metadata.version('hudi-streaming')}\n", "")
+
+
+def test_storage_options_reach_a_table_on_s3(unzip_fixture, capsys):
+    """Hadoop's S3A names, typed and mapped as the source's fs.* options (path.style.access -> addressing_style)."""
+    local = unzip_fixture(V9).table
+    server = S3Server()
+    try:
+        url = server.upload(local, "cli/v9")
+        opts = [a for k, v in server.spark_options.items() for a in ("--storage-option", f"{k}={v}")]
+        code, out, err = run(capsys, "inspect", url, "--instants-only", *opts)
+        assert code == 0, err
+        for requested in timeline_files(local):
+            line_starting(out, requested)
+    finally:
+        server.stop()
+
+
+def test_a_storage_option_s3fs_does_not_know_is_one_line_error(tmp_path, capsys):
+    assert_one_line_error(*run(capsys, "inspect", str(tmp_path), "-s", "fs.s3a.impl=x"),
+                          "option fs.s3a.impl is Hadoop's S3A connector's")
+    assert_one_line_error(*run(capsys, "inspect", str(tmp_path), "-s", "novalue"), "expected NAME=VALUE")
+
+
+# --- inspect log on files that are not log files ----------------------------------------------------------
+
+def test_inspect_log_of_a_file_that_is_not_a_log_file_is_one_line_error(unzip_fixture, tmp_path, capsys):
+    table = unzip_fixture(V9).table
+    props = table / ".hoodie" / "hoodie.properties"
+    assert_one_line_error(*run(capsys, "inspect", "log", str(props)), f"{props}: not a Hudi log file (the name")
+    parquet = next(table.rglob("*.parquet"))
+    assert_one_line_error(*run(capsys, "inspect", "log", str(parquet)), f"{parquet}: not a Hudi log file")
+    # a log file's name on other content (here a parquet file's bytes): the magic is missing
+    fake = tmp_path / _log_fixture("valid_log_avro_data").name
+    fake.write_bytes(parquet.read_bytes())
+    assert_one_line_error(*run(capsys, "inspect", "log", str(fake)), "does not start with the log magic #HUDI#")
+
+
+# --- read positions ---------------------------------------------------------------------------------------
+
+def test_read_positions_take_timestamps_and_refuse_nonsense(unzip_fixture, capsys):
+    table = unzip_fixture(V9).table
+    completions = sorted(i["completion"] for i in timeline_files(table).values() if i["completion"])
+    # the day after the newest completion: nothing completed after it (compared as strings it was every row)
+    newest = completions[-1]
+    day_after = f"{newest[:4]}-{newest[4:6]}-{int(newest[6:8]) + 1:02d}"
+    code, out, _ = run(capsys, "read", str(table), "--start", day_after, "--columns", "txn_id")
+    assert code == 0
+    assert out.splitlines()[0] == f"0 rows (incremental ({newest[:8]}000000000, latest])".replace(
+        newest[:8], newest[:6] + f"{int(newest[6:8]) + 1:02d}")
+    # the first completion as a timestamp reads the same window as the instant itself (the SQL's 8 inserts)
+    first = completions[0]
+    stamp = f"{first[:4]}-{first[4:6]}-{first[6:8]} {first[8:10]}:{first[10:12]}:{first[12:14]}.{first[14:17]}"
+    code, out, _ = run(capsys, "read", str(table), "--end", stamp, "--columns", "txn_id")
+    assert code == 0 and out.splitlines()[0] == f"8 rows (incremental (beginning, {first}])"
+    for flag in ("--as-of", "--start", "--end"):
+        assert_one_line_error(*run(capsys, "read", str(table), flag, "bogus"), f"option {flag}='bogus': expected")

@@ -73,8 +73,11 @@ class StreamMonitor:
         self.table = table
         self.options = options
         self.v8 = table.config.version >= 8
-        #: partition → file name → info; a partition is listed once, then kept current from commit metadata
+        #: partition → file name → info; a partition is listed once, then kept current from commit metadata until
+        #: files are removed (a clean or a rollback completes): then every listing is dropped and made again on
+        #: use, so a driver that runs for months holds the table's current files, not every file it ever saw
         self._files: dict[str, dict[str, FileInfo]] = {}
+        self._removals: frozenset[str] = frozenset()
         self._schema_logged: set[str] = set()
 
     # -- instants ----------------------------------------------------------------------------------------------
@@ -272,7 +275,13 @@ class StreamMonitor:
         return all(values.get(k) in v for k, v in pf.items())
 
     def _learn_files(self, instants: list[TimelineEntry]) -> None:
-        """Add the files these instants wrote to the cached partition listings (one stat per new file)."""
+        """Add the files these instants wrote to the cached partition listings (one stat per new file), after
+        dropping every listing if files were removed since (see ``_files``)."""
+        removals = frozenset(e.requested_time for e in self.table.timeline.active.completed()
+                             if e.action in (Action.CLEAN, Action.ROLLBACK, Action.RESTORE))
+        if not removals <= self._removals:
+            self._files.clear()
+        self._removals = removals
         fs, storage = self.table.storage.fs, self.table.storage
         for e in instants:
             for st in self.table.timeline.commit_metadata(e.requested_time).write_stats():

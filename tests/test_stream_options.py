@@ -152,3 +152,25 @@ def test_retention_headroom_warns_before_the_cleaner_overtakes_the_stream(tmp_pa
     fresh = make_reader(table, str(tmp_path / "fresh"))
     run_batches(fresh)  # a snapshot of the table as it is: caught up, it needs only what every clean keeps
     assert fresh.reportLatestOffset()["retentionHeadroomInstants"] == 2
+
+
+def test_the_monitors_file_listings_forget_what_the_cleaner_removed(tmp_path):
+    """A driver that runs for months keeps the table's current files, not every file it ever saw: its cached
+    partition listings are dropped when a clean (or rollback) completes, and listed again on use."""
+    table = str(tmp_path / "table")
+    writer = _new_table(table)
+    _upserts(writer, STEPS[:2])
+    reader = make_reader(table, str(tmp_path / "state"))
+    run_batches(reader)
+    _upserts(writer, STEPS[2:3], first=2)
+    writer.compact()
+    _upserts(writer, STEPS[3:5], first=3)
+    resume(reader)
+    seen = {name for files in reader.driver.monitor._files.values() for name in files}
+    assert writer.clean(retain_commits=1) is not None
+    _upserts(writer, [{"k4": "f"}], first=5)  # a write after the clean: the monitor plans again
+    resume(reader)
+    cached = {name for files in reader.driver.monitor._files.values() for name in files}
+    on_disk = {p.name for p in Path(table).rglob("*") if p.is_file() and ".hoodie" not in p.parts}
+    assert seen - on_disk, "the scenario needs a clean that removed files the monitor had cached"
+    assert cached <= on_disk

@@ -14,6 +14,7 @@ metadata).
 from __future__ import annotations
 
 import functools
+import os
 import posixpath
 import uuid
 from collections.abc import Callable
@@ -82,8 +83,22 @@ class Storage:
         self.root = root.rstrip("/") or "/"
 
     def full(self, rel: str) -> str:
-        """Absolute fsspec path of ``rel``, which must stay inside the table root."""
-        return self.root if rel in ("", ".") else f"{self.root}/{safe_relpath(rel)}"
+        """Absolute fsspec path of ``rel``, which must stay inside the table root — symbolic links included: a
+        local table's link to a file outside it is refused, not followed (a table copied with links into another
+        tree would otherwise read, or its cleaner remove, files that are not the table's)."""
+        if rel in ("", "."):
+            return self.root
+        path = f"{self.root}/{safe_relpath(rel)}"
+        if self._local:
+            real = os.path.realpath(path)
+            if real != path and os.path.commonpath([real, self._real_root]) != self._real_root:
+                raise InvalidTableContentError(f"{self.url}/{rel}: a symbolic link to {real}, outside the table "
+                                               "root; not followed")
+        return path
+
+    @functools.cached_property
+    def _real_root(self) -> str:
+        return os.path.realpath(self.root)
 
     @_credentials_checked
     def exists(self, rel: str) -> bool:

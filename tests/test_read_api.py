@@ -76,3 +76,27 @@ def test_incremental_read_of_each_instant_matches_the_generating_sql(unzip_fixtu
     # insert 2, insert overwrite 2, insert 2, insert 2, compaction and clustering (rows keep their commit
     # times, so none belong to them), insert 2
     assert counts == [8, 1, 0, 1, 0, 1, 2, 2, 2, 2, 0, 0, 2]
+
+
+def test_a_symbolic_link_out_of_the_table_is_refused_not_followed(unzip_fixture, tmp_path):
+    """Data files replaced by links to files outside the table root: reading names one instead of following it;
+    links that stay inside the root are ordinary files."""
+    import shutil
+    table = tmp_path / "table"
+    shutil.copytree(unzip_fixture(V9).table, table)
+    rows = hoodie.read_table(str(table)).num_rows
+    outside, inside = tmp_path / "elsewhere", table / ".hoodie" / ".aux" / "copies"
+    outside.mkdir()
+    inside.mkdir(parents=True)
+    data = [p for p in table.rglob("*.parquet") if ".hoodie" not in p.relative_to(table).parts]
+    for f in data:
+        shutil.move(f, outside / f.name)
+        f.symlink_to(outside / f.name)
+    with pytest.raises(hudi_streaming.InvalidTableContentError,
+                       match=f"\\.parquet: a symbolic link to {outside}/.*, outside the table root; not followed"):
+        hoodie.read_table(str(table))
+    for f in data:
+        shutil.copy(outside / f.name, inside / f.name)
+        f.unlink()
+        f.symlink_to(inside / f.name)
+    assert hoodie.read_table(str(table)).num_rows == rows

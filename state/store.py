@@ -30,6 +30,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from .._faults import fault_point
 from ..errors import StateError
 from ..hoodie.storage import Storage
 from ..monitor import Cursor, Split
@@ -193,12 +194,14 @@ class StateStore:
         doc = {"format": FORMAT, "format_version": FORMAT_VERSION,
                "sha256": hashlib.sha256(_canonical(body)).hexdigest(), "state": body}
         name = f"state-{self.version + 1:012d}.json"
+        fault_point("state.before_write")
         try:
             self._create(name, json.dumps(doc).encode())
         except FileExistsError:
             raise StateError(f"{self.location}/{name}: written by another query while this one holds the state; "
                              "two live queries share this stateLocation — give each query its own (the state "
                              "files are the same as before this write)") from None
+        fault_point("state.after_write")
         self.version += 1
         self._segments = keep
         named = {g.name for g in keep}

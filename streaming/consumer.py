@@ -16,6 +16,7 @@ from typing import overload
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._faults import fault_point
 from ..errors import DataLossError, DeleteError
 from ..hoodie.fs_view import BaseFile, FileSlice, LogFile
 from ..hoodie.logfile.format import parse_log_file_name
@@ -297,3 +298,4 @@ def consume(table: HudiTable, ranges: list[SplitRange], schema: pa.Schema, colum
         part = changes.slice(r.skip, stop - r.skip)
         for batch in part.to_batches(max_chunksize=mini_batch):
             yield batch.cast(target) if batch.schema != target else batch
+            fault_point("consumer.read")

@@ -13,12 +13,13 @@ import sys
 import tempfile
 
 
-def local_spark(app_name: str):
-    """``local[2]`` session (reused when one is already running)."""
+def local_spark(app_name: str, master: str = "local[2]"):
+    """A ``master`` session (reused when one is already running); ``local[2,4]`` tries a failed task up to 4
+    times (plain ``local[n]`` never retries one: a crashed Python worker fails the query)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[2]").appName(app_name)
+    spark = (SparkSession.builder.master(master).appName(app_name)
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="hudi-streaming-warehouse-"))

@@ -7,14 +7,9 @@ changes: no version twice, and applied in order they rebuild the table's snapsho
 """
 from __future__ import annotations
 
-import json
-import os
 import random
 import shutil
-import signal
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -23,48 +18,9 @@ import pytest
 from hudi_streaming import hoodie
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
+from harness import Driver, live_writer  # noqa: E402
 from reveal import TimelineReveal  # noqa: E402
-from verify import apply_upserts, delivered, duplicates, state_differences  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-DRIVER = REPO / "tests" / "e2e" / "stream_driver.py"
-
-
-class Driver:
-    """One run of the streaming driver in its own process group, with its output collected."""
-
-    def __init__(self, table: Path, work: Path, options: dict, until_caught_up: bool = False):
-        env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-        cmd = [sys.executable, str(DRIVER), "--table", str(table), "--work", str(work),
-               "--options", json.dumps(options)] + (["--until-caught-up"] if until_caught_up else [])
-        self.proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
-        self.lines: list[str] = []
-        self.batches = 0
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip())
-            if line.startswith("batch "):
-                self.batches += 1
-
-    def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
-        self._reader.join(5)
-
-    def wait(self, timeout: float) -> int:
-        rc = self.proc.wait(timeout)
-        self._reader.join(5)
-        return rc
-
-    def errors(self) -> list[str]:
-        return [ln for ln in self.lines if "Error" in ln or "Exception" in ln]
+from verify import apply_upserts, change_feed, delivered, duplicates, feed, state_differences  # noqa: E402
 
 
 def run_with_kills(table: Path, work: Path, options: dict, kills: int, seed: int, advance, finish) -> None:
@@ -113,31 +69,10 @@ def test_replayed_fixture_table_killed_stream_delivers_each_change_once(name, ki
     check_delivery(table, work)
 
 
-def _live_writer(table: Path, late_share: float, retain_commits: int = 5):
-    """The project's writer with table services: returns (steps written so far, advance)."""
-    from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
-
-    gen = LoadGenerator(str(table), keys=300, partitions=3, seed=11, batch=40, name="e2e", late_share=late_share)
-    steps = [gen.step()]
-
-    def advance() -> None:
-        for _ in range(2):
-            steps.append(gen.step())
-            n, w = len(steps), gen.writer
-            if n % 3 == 0:
-                w.compact()
-            if n % 4 == 0:
-                w.clean(retain_commits=retain_commits)
-            if n % 5 == 0:
-                w.archive(keep_active=6)
-
-    return steps, advance
-
-
 def test_live_writer_with_table_services_killed_stream_delivers_each_change_once(tmp_path):
     """The project's writer commits upserts and deletes, compacts, cleans and archives while the stream runs."""
     table, work = tmp_path / "table", tmp_path / "work"
-    _, advance = _live_writer(table, late_share=0.1)
+    _, advance = live_writer(table, late_share=0.1)
     run_with_kills(table, work, {"emitDeletes": "true", "maxRowsPerTrigger": "60"}, 6, 3, advance, advance)
     assert hoodie.HudiTable(str(table)).timeline.archived.instants, "the writer archived nothing"
     check_delivery(table, work)
@@ -151,24 +86,11 @@ def test_changelog_killed_stream_delivers_each_committed_change_once(tmp_path):
     """
     table, work = tmp_path / "table", tmp_path / "work"
     # the cleaner keeps enough slices for a stream that starts late (it may begin in the archived timeline)
-    steps, advance = _live_writer(table, late_share=0.0, retain_commits=12)
+    steps, advance = live_writer(table, late_share=0.0, retain_commits=12)
     options = {"readMode": "changelog", "emitDeletes": "true", "maxRowsPerTrigger": "25",
                "startingInstant": steps[0].instant}
     run_with_kills(table, work, options, 4, 5, advance, advance)
-    present: dict[str, int] = {}
-    expected = []
-    for s in steps:
-        for r in s.data.to_pylist():
-            key = r["key"]  # key numbers are unique across partitions
-            if s.kind == "delete":
-                if key in present:
-                    expected.append((key, "delete", s.instant, present.pop(key)))
-            else:
-                if key in present:
-                    expected.append((key, "update_preimage", s.instant, present[key]))
-                expected.append((key, "update_postimage" if key in present else "insert", s.instant, r["ts"]))
-                present[key] = r["ts"]
-    rows = delivered(work / "out")
-    got = [(r["key"], r["_change_type"], r["_hoodie_commit_time"], r["ts"]) for r in rows]
+    expected = change_feed(steps)
+    got = feed(delivered(work / "out"))
     assert len(got) == len(set(got)), "a change was delivered twice"
     assert sorted(got) == sorted(expected)

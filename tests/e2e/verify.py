@@ -9,7 +9,8 @@ import pyarrow.parquet as pq
 
 
 def delivered(out: Path) -> list[dict]:
-    """Every delivered row, in batch order, each with its batch id."""
+    """Every row of an overwriting sink (a folder ``batch=<id>`` per batch), in batch order, each with its batch
+    id in ``_batch``."""
     rows = []
     for folder in sorted(out.glob("batch=*")):
         batch = int(folder.name.split("=")[1])
@@ -21,6 +22,46 @@ def delivered(out: Path) -> list[dict]:
             r["_batch"] = batch
             rows.append(r)
     return rows
+
+
+def appended(out: Path) -> list[dict]:
+    """Every row an appending sink wrote into one folder (the batch id in its ``_batch`` column), in batch order."""
+    files = sorted(out.glob("*.parquet"))
+    rows = pa.concat_tables([pq.read_table(f) for f in files]).to_pylist() if files else []
+    return sorted(rows, key=lambda r: r["_batch"])
+
+
+def change_feed(steps) -> list[tuple]:
+    """The changelog the load generator's steps make, from its own record of what it wrote (no reader):
+    ``(key, change type, commit instant, ts)`` for every insert, update (pre- and post-image) and delete."""
+    present: dict[str, int] = {}
+    expected = []
+    for s in steps:
+        for r in s.data.to_pylist():
+            key = r["key"]  # key numbers are unique across partitions
+            if s.kind == "delete":
+                if key in present:
+                    expected.append((key, "delete", s.instant, present.pop(key)))
+            else:
+                if key in present:
+                    expected.append((key, "update_preimage", s.instant, present[key]))
+                expected.append((key, "update_postimage" if key in present else "insert", s.instant, r["ts"]))
+                present[key] = r["ts"]
+    return expected
+
+
+def feed(rows: list[dict]) -> list[tuple]:
+    """Delivered rows as change-feed entries, comparable with :func:`change_feed`."""
+    return [(r["key"], r["_change_type"], r["_hoodie_commit_time"], r["ts"]) for r in rows]
+
+
+def feed_differences(expected: list[tuple], rows: list[dict]) -> dict[str, list]:
+    """Entries delivered more often than written (``duplicated``), less often (``lost``), never written
+    (``unexpected``); all empty when the stream delivered each change exactly once."""
+    want, got = Counter(expected), Counter(feed(rows))
+    return {"duplicated": sorted(k for k, n in got.items() if k in want and n > want[k]),
+            "lost": sorted(k for k in want if got[k] < want[k]),
+            "unexpected": sorted(k for k in got if k not in want)}
 
 
 def duplicates(rows: list[dict]) -> list:

@@ -478,11 +478,17 @@ def tail(url: str, *, start: str, columns: list[str] | None, interval: float, li
     if start.strip().lower() not in ("earliest", "latest"):
         start = instant_of(start, "--from")
     with tempfile.TemporaryDirectory(prefix="hudi-streaming-tail-") as folder:
+        # every column is read and --columns picked here: the monitor's schema check takes a projected
+        # schema's left-out columns for columns each new instant adds
         opts = parse_options({"path": url, "stateLocation": folder, "startingInstant": start,
-                              "readMode": "changelog", "emitDeletes": "true",
-                              **({"columns": ",".join(columns)} if columns else {}), **(fs_options or {})})
+                              "readMode": "changelog", "emitDeletes": "true", **(fs_options or {})})
         driver = StreamDriver(opts, source_schema(opts))
-        shown_cols = [n for n in driver.output.names if not n.startswith("_hoodie_") and n != "_change_type"]
+        data = [n for n in driver.output.names if not n.startswith("_hoodie_") and n != "_change_type"]
+        unknown = [c for c in columns or [] if c not in data]
+        if unknown:
+            raise OptionError(f"--columns: {driver.table.url} has no column {', '.join(unknown)}; its columns: "
+                              f"{', '.join(data)}")
+        shown_cols = columns or data
         print(f"tailing {driver.table.url} from {start} (every {interval:g}s; ^C stops)", flush=True)
         offset, printed = make_offset(0, 0), 0
         while limit is None or printed < limit:

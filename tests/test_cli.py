@@ -462,3 +462,56 @@ def test_read_positions_take_timestamps_and_refuse_nonsense(unzip_fixture, capsy
     assert code == 0 and out.splitlines()[0] == f"8 rows (incremental (beginning, {first}])"
     for flag in ("--as-of", "--start", "--end"):
         assert_one_line_error(*run(capsys, "read", str(table), flag, "bogus"), f"option {flag}='bogus': expected")
+
+
+# --- tail -------------------------------------------------------------------------------------------------
+
+def test_tail_prints_each_new_instant_as_the_writer_commits_it(tmp_path, capsys, monkeypatch):
+    """The project's writer commits while tail runs (from 'latest': the table's first commit is not shown);
+    each instant's listing holds exactly the keys and change types that write made."""
+    from hudi_streaming.hoodie.writer import create_table
+    from hudi_streaming.streaming.driver import StreamDriver
+
+    schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("amount", pa.int64())])
+    writer = create_table(str(tmp_path / "t"), "tailed", schema, "id", (), "ts", version=9)
+    writer.upsert(pa.table({"id": ["a", "b"], "ts": [1, 1], "amount": [10, 20]}, schema=schema))
+
+    started, written, failed = threading.Event(), [], []
+    real_start = StreamDriver._start
+
+    def start_then_signal(self):  # the writer waits until tail has fixed its position at 'latest'
+        real_start(self)
+        started.set()
+
+    def write():
+        try:
+            started.wait()
+            written.append((writer.upsert(pa.table({"id": ["c"], "ts": [2], "amount": [30]}, schema=schema)),
+                            [("c", "insert", "30")]))
+            written.append((writer.upsert(pa.table({"id": ["a", "d"], "ts": [3, 3], "amount": [11, 40]},
+                                                   schema=schema)),
+                            [("a", "update_postimage", "11"), ("d", "insert", "40")]))
+            written.append((writer.delete(pa.table({"id": ["b"]})), [("b", "delete", "20")]))
+        except Exception as e:  # reported by the test thread
+            failed.append(e)
+            raise
+
+    monkeypatch.setattr(StreamDriver, "_start", start_then_signal)
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    code, out, err = run(capsys, "tail", str(tmp_path / "t"), "--columns", "amount", "--interval", "0.05",
+                         "--limit-batches", "3")
+    thread.join()
+    assert not failed and code == 0, err
+    sections = out.split("\ninstant ")[1:]
+    assert len(sections) == 3
+    for section, (instant, expected) in zip(sections, written):
+        head, header, _, *rows = section.splitlines()
+        assert head.startswith(f"{instant}: {len(expected)} change")
+        assert cells(header) == ["key", "change", "amount"]
+        assert sorted(tuple(cells(r)) for r in rows) == sorted(expected)
+
+
+def test_tail_refuses_a_bad_position(unzip_fixture, capsys):
+    assert_one_line_error(*run(capsys, "tail", str(unzip_fixture(V9).table), "--from", "bogus"),
+                          "option --from='bogus': expected")

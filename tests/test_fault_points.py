@@ -16,6 +16,7 @@ plain append holds exactly the replayed batch twice.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -24,11 +25,12 @@ from pathlib import Path
 
 import pytest
 
+import hudi_streaming
 from hudi_streaming import read_table
 from hudi_streaming._faults import DIR_ENV, FAULT_ENV
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
-from harness import Driver, live_writer  # noqa: E402
+from harness import DRIVER, Driver, live_writer  # noqa: E402
 from verify import (  # noqa: E402
     appended,
     apply_upserts,
@@ -41,7 +43,6 @@ from verify import (  # noqa: E402
 
 #: one run per entry, each until its points fired; consumer.read does not end a run (Spark retries the task)
 RUNS = ["driver.poll", "state.before_write", "state.after_write@2", "consumer.read,sink.after_write"]
-POINTS = {p.partition("@")[0] for run in RUNS for p in run.split(",")}
 SINK_ARGS = ["--sinks", "overwrite,append,guarded", "--task-retries", "4"]
 RUN_TIMEOUT = 240
 
@@ -88,9 +89,15 @@ def faulted(tmp_path_factory):
     return {"table": table, "work": work, "expected": change_feed(steps), "fired": fired, "replayed": replayed}
 
 
+def points_in_code() -> set[str]:
+    """Every ``fault_point("<name>")`` call in the package and the e2e job: a new point must be visited here too."""
+    sources = [*Path(hudi_streaming.__file__).parent.rglob("*.py"), DRIVER]
+    return {m for f in sources for m in re.findall(r'fault_point\("([^"]+)"\)', f.read_text())}
+
+
 def test_every_fault_point_fires_and_each_change_is_delivered_once(faulted):
     """Every point killed the job (its marker exists), and the idempotent sinks hold exactly the writer's feed."""
-    assert set(faulted["fired"]) == POINTS
+    assert set(faulted["fired"]) == points_in_code()
     assert [p for p, marker in faulted["fired"].items() if not marker.exists()] == []
     work, expected = faulted["work"], faulted["expected"]
     rows = delivered(work / "out")

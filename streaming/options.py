@@ -228,6 +228,19 @@ def user_options(options: Mapping[str, str]) -> dict[str, str]:
             if k.lower() not in _CATALOG_KEYS and not k.lower().startswith("option.")}
 
 
+#: option names whose values are credentials (Spark's own ``spark.redaction.regex``, and s3fs's key names)
+_SECRET = re.compile(r"(?i)secret|password|token|access[.]?key|^(fs|storage)\.key$")
+
+
+def kept_table_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The options of a ``CREATE TABLE`` that travel with the table's schema: the user's, without credentials.
+
+    The schema is printed and logged freely (``df.schema``); credentials must come with each read (options,
+    or the environment, e.g. ``AWS_ACCESS_KEY_ID``) instead.
+    """
+    return {k: v for k, v in user_options(options).items() if not _SECRET.search(k)}
+
+
 def table_options(schema_metadata: Mapping[str, Any]) -> dict[str, str]:
     """The options a catalog table was defined with, from its schema's first field's metadata.
 

@@ -34,6 +34,7 @@ from .options import (
     ReadMode,
     SourceOptions,
     is_catalog_definition,
+    kept_table_options,
     parse_options,
     table_options,
     user_options,
@@ -87,7 +88,7 @@ class HudiStreamingDataSource(DataSource):
         schema = from_arrow_schema(source_schema(self._opts()))
         if is_catalog_definition(self.options):  # CREATE TABLE: keep its options where reads will find them
             first = schema.fields[0]
-            first.metadata = {**first.metadata, TABLE_OPTIONS_KEY: json.dumps(user_options(self.options))}
+            first.metadata = {**first.metadata, TABLE_OPTIONS_KEY: json.dumps(kept_table_options(self.options))}
         return schema
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:

@@ -95,5 +95,10 @@ def test_a_catalog_table_streams_and_reads_with_its_definitions_options(spark, u
         assert (tmp_path / "query_state").is_dir() and not (tmp_path / "defined_state").exists()  # overridden
     finally:
         spark.sql("DROP TABLE IF EXISTS hudi_feed")
+    spark.sql(f"CREATE TABLE hudi_secret USING hudi_streaming OPTIONS (path '{table}', fs.secret 'hunter2')")
+    try:  # credentials do not travel in the schema (printed and logged freely); they come with each read
+        assert "hunter2" not in spark.table("hudi_secret").schema.json()
+    finally:
+        spark.sql("DROP TABLE IF EXISTS hudi_secret")
     with pytest.raises(Exception, match="unknown option 'maxrowspertriger'.*valid options"):
         spark.sql(f"CREATE TABLE hudi_typo USING hudi_streaming OPTIONS (path '{table}', maxRowsPerTriger '5')")

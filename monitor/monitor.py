@@ -64,6 +64,8 @@ class MonitorOptions:
     #: the stream's schema (fixed when the query started) and whether compatible changes are delivered
     reference_schema: pa.Schema | None = None
     allow_schema_changes: bool = False
+    #: the stream reads a projection of the reference schema's table (option columns)
+    projected: bool = False
 
 
 class StreamMonitor:
@@ -232,7 +234,7 @@ class StreamMonitor:
         if ref is None:
             return
         allowed = check_instant_schema(ref, schema_json, e.requested_time, self.table.url,
-                                       self.options.allow_schema_changes)
+                                       self.options.allow_schema_changes, self.options.projected)
         if allowed and e.requested_time not in self._schema_logged:
             self._schema_logged.add(e.requested_time)
             log.warning("%s: instant %s changes the schema compatibly (%s); delivering the stream's columns",

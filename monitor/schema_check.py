@@ -38,8 +38,9 @@ def _data_fields(schema_json: str) -> dict[str, pa.DataType]:
     return {f.name: f.type for f in schema if f.name not in META_COLUMNS}
 
 
-def schema_changes(reference: pa.Schema, schema_json: str) -> tuple[list[str], list[str]]:
-    """(compatible, incompatible) differences of an instant's writer schema from the stream's schema."""
+def schema_changes(reference: pa.Schema, schema_json: str, projected: bool = False) -> tuple[list[str], list[str]]:
+    """(compatible, incompatible) differences of an instant's writer schema from the stream's schema. A stream
+    that reads a projection (``projected``) reads only its columns: a column added to the table is none of them."""
     new = _data_fields(schema_json)
     old = {f.name: f.type for f in reference if f.name not in META_COLUMNS and f.name != "_change_type"}
     compatible: list[str] = []
@@ -49,16 +50,17 @@ def schema_changes(reference: pa.Schema, schema_json: str) -> tuple[list[str], l
             incompatible.append(f"column {name} was dropped")
         elif new[name] != t:
             (compatible if _widens(t, new[name]) else incompatible).append(f"column {name}: {t} -> {new[name]}")
-    compatible += [f"column {name} ({t}) was added" for name, t in new.items() if name not in old]
+    if not projected:
+        compatible += [f"column {name} ({t}) was added" for name, t in new.items() if name not in old]
     return compatible, incompatible
 
 
 def check_instant_schema(reference: pa.Schema, schema_json: str | None, instant: str, table_url: str,
-                         allow_compatible: bool) -> list[str]:
+                         allow_compatible: bool, projected: bool = False) -> list[str]:
     """Raise :class:`SchemaChangeError` unless the instant's schema can be delivered; return what was allowed."""
     if not schema_json:
         return []
-    compatible, incompatible = schema_changes(reference, schema_json)
+    compatible, incompatible = schema_changes(reference, schema_json, projected)
     if incompatible or (compatible and not allow_compatible):
         changes = "; ".join(incompatible + compatible)
         hint = ("restart the query to read with the new schema" if incompatible else

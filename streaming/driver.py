@@ -200,7 +200,8 @@ class StreamDriver:
             skip_compaction=opts.skip_compaction, skip_clustering=opts.skip_clustering,
             skip_insert_overwrite=opts.skip_insert_overwrite, ending_instant=opts.ending_instant,
             partition_filter=opts.partition_filter(), replaced_as_deletes=opts.deletes is not Deletes.IGNORE,
-            reference_schema=reference_schema, allow_schema_changes=opts.allow_schema_changes))
+            reference_schema=reference_schema, allow_schema_changes=opts.allow_schema_changes,
+            projected=opts.columns is not None))
         self.target: Cursor | None = None
         self.available_now = False
         self._last_poll = 0.0

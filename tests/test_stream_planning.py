@@ -253,8 +253,10 @@ def test_added_column_stops_the_stream_unless_allowed(unzip_fixture, tmp_path):
     reveal.reveal_next()  # the first two instants have columns key, ts, val
     strict = make_reader(str(table), str(tmp_path / "s1"))
     lenient = make_reader(str(table), str(tmp_path / "s2"), allowSchemaChanges="true")
+    projected = make_reader(str(table), str(tmp_path / "s3"), columns="val")  # reads none of what is added
     run_batches(strict)
     run_batches(lenient)
+    run_batches(projected)
     adding = reveal.reveal_next()  # ALTER TABLE ... ADD COLUMNS extra
     writing = reveal.reveal_next()  # an update written with the new schema
     with pytest.raises(SchemaChangeError, match=f"instant {adding}.*column extra .* was added"):
@@ -262,6 +264,9 @@ def test_added_column_stops_the_stream_unless_allowed(unzip_fixture, tmp_path):
     rows = _rows(resume(lenient))
     assert rows and all("extra" not in r for r in rows)
     assert {r["_hoodie_commit_time"] for r in rows} == {writing}
+    narrow = _rows(resume(projected))  # before: stopped with "column extra was added" (and ts, key: not read)
+    assert {r["_hoodie_commit_time"] for r in narrow} == {writing} and all("extra" not in r for r in narrow)
+    assert [r["val"] for r in narrow] == [r["val"] for r in rows]
 
 
 def test_incompatible_type_change_is_refused_even_when_allowed():

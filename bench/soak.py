@@ -1,0 +1,375 @@
+"""Soak: a streaming job SIGKILLed and restarted again and again while a writer changes the table the whole time.
+
+    python bench/soak.py [--cycles 100] [--work DIR] [--seed 0] [--block 10] [--version 9]
+                         [--table-type MERGE_ON_READ] [--clock-skew 90] [--writer-pause 12] [--max-life 45]
+                         [--point-timeout 90] [--sink overwrite|guarded]
+
+Each cycle starts the e2e job (``tests/e2e/stream_driver.py``: a real local Spark query, changelog mode with
+deletes, task retries on) and kills it, taking these in turn:
+
+* a named fault point (``hudi_streaming._faults``) at its 1st to 3rd visit: ``driver.poll``,
+  ``state.before_write``, ``state.after_write`` and ``sink.after_write`` kill the job's process there;
+  ``consumer.read`` kills a Python worker mid-split (Spark retries the task) and the cycle then ends with a
+  kill at a random moment. A point not reached within ``--point-timeout`` seconds ends the cycle with a kill;
+* a random moment 1 s to ``--max-life`` after the start (start-up, planning, a batch, idle): SIGKILL of the
+  process group.
+
+Meanwhile one writer process runs the project's load generator (upserts, every fifth step deletes;
+compaction, clean and archive at fixed step intervals) and is itself SIGKILLed every 10–40 s while it writes
+and restarted, so its write in flight fails and the next write rolls it back. The writer takes no lock (one
+writer per table, see ``hudi_streaming.hoodie.writer``), so there are not two writers: instead its instant
+clock is skewed by ``+clock-skew`` and ``-clock-skew`` seconds, switching every four steps (the writer keeps
+instants increasing: a clock behind the newest instant gives instants 1 ms apart, one ahead jumps).
+
+At the end the writer stops, the job drains the table (Trigger.AvailableNow) and the sink's rows are compared
+with the change feed the load generator's steps make (the model replays the steps; each step's instant is the
+commit that recorded its step number): changes expected, delivered, duplicated, lost and unexpected. The
+report shows kills per point and, per block of ``--block`` cycles, the driver's peak RSS — its process group:
+the job's Python process, Spark's JVM, the streaming source runner and the Python workers — and the size of
+the source's state folder. Linux only (``/proc``). Exits 1 when a change was lost or duplicated or the job
+failed with an error of the source.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import types
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+from harness import Driver  # noqa: E402
+from verify import appended, change_feed, delivered, feed_differences  # noqa: E402
+
+from hudi_streaming._faults import DIR_ENV, FAULT_ENV  # noqa: E402
+
+POINTS = ["driver.poll", "state.before_write", "state.after_write", "sink.after_write", "consumer.read"]
+#: a line of the job's output that means the source itself failed (not a kill)
+SOURCE_ERROR = re.compile(r"\b(StateError|DataLossError|CorruptFileError|InvalidTableContentError|SchemaChangeError|"
+                          r"OptionError|UnsupportedTableError|HudiStreamingError)\b")
+KEYS, PARTITIONS, BATCH, SEED = 2000, 4, 60, 7
+#: the cleaner keeps the slices of the last 60 writes (minutes of the stream's lag); it only looks at the active
+#: timeline, so archiving keeps more instants active than that
+COMPACT_EVERY, CLEAN_EVERY, ARCHIVE_EVERY, RETAIN_COMMITS, KEEP_ACTIVE = 4, 6, 9, 60, 80
+
+
+# -- the writer process -------------------------------------------------------------------------------------------
+
+def skew_writer_clock(offset: dt.timedelta) -> None:
+    """Make the writer read ``now`` ``offset`` away from the real clock (it reads the time in ``timeline_io``)."""
+    from hudi_streaming.hoodie.writer import timeline_io
+
+    class Skewed(dt.datetime):
+        @classmethod
+        def now(cls, tz=None):  # type: ignore[override]
+            return dt.datetime.now(tz) + offset
+
+    timeline_io.dt = types.SimpleNamespace(datetime=Skewed, timezone=dt.timezone, timedelta=dt.timedelta)
+
+
+def writer_main(url: str, version: int, table_type: str, skew: float, pause: float, seed: int) -> None:
+    """Write load-generator steps with table services until killed (resuming after the last completed step);
+    the file :func:`busy_file` exists while it writes."""
+    from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
+
+    rng = random.Random(f"{seed}:{os.getpid()}")
+    gen = LoadGenerator(url, KEYS, PARTITIONS, seed=SEED, batch=BATCH, table_type=table_type, version=version,
+                        late_share=0.0, name="soak")
+    w = gen.writer
+    assert w is not None
+    busy = busy_file(Path(url))
+    while True:
+        n = gen.steps_done + 1
+        skew_writer_clock(dt.timedelta(seconds=skew if (n // 4) % 2 else -skew))
+        busy.touch()
+        gen.step()
+        if n % COMPACT_EVERY == 0 and table_type == "MERGE_ON_READ":
+            w.compact()
+        if n % CLEAN_EVERY == 0:
+            w.clean(retain_commits=RETAIN_COMMITS)
+        if n % ARCHIVE_EVERY == 0:
+            w.archive(keep_active=KEEP_ACTIVE)
+        busy.unlink()
+        time.sleep(rng.uniform(0, 2 * pause))
+
+
+def busy_file(table: Path) -> Path:
+    return table.with_name("writer-busy")
+
+
+class Writer:
+    """The writer process, SIGKILLed at random moments and restarted by a thread of the soak."""
+
+    def __init__(self, args, table: Path, log: Path):
+        self.args, self.table, self.log = args, table, log
+        self.kills = 0
+        #: why the writer ended by itself (a writer bug: it only ever stops when killed)
+        self.failure: str | None = None
+        self._stop = threading.Event()
+        self._proc = self._start()
+        self._thread = threading.Thread(target=self._chaos, daemon=True)
+        self._thread.start()
+
+    def _start(self) -> subprocess.Popen:
+        cmd = [sys.executable, __file__, "--writer-process", str(self.table), "--version", str(self.args.version),
+               "--table-type", self.args.table_type, "--clock-skew", str(self.args.clock_skew),
+               "--writer-pause", str(self.args.writer_pause), "--seed", str(self.args.seed)]
+        with open(self.log, "a") as out:
+            return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def _chaos(self) -> None:
+        """Every 10-40 s, kill the writer while it writes (a step or a table service): its instant fails."""
+        rng = random.Random(self.args.seed)
+        busy = busy_file(self.table)
+        while not self._stop.wait(rng.uniform(10, 40)):
+            deadline = time.monotonic() + 60
+            while not busy.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0, 0.5))
+            self._proc.kill()
+            self._proc.wait()
+            if self._proc.returncode != -signal.SIGKILL:
+                self.failure = f"the writer exited with {self._proc.returncode} before it was killed: see {self.log}"
+                return
+            self.kills += 1
+            self._proc = self._start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._proc.kill()
+        self._proc.wait()
+
+
+# -- measuring --------------------------------------------------------------------------------------------------
+
+def group_rss(pgid: int) -> tuple[int, int, int]:
+    """(JVM, largest Python process, whole group) resident set sizes in bytes of the processes in ``pgid``."""
+    jvm = python = total = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[2]) != pgid:
+            continue
+        rss = next((int(ln.split()[1]) * 1024 for ln in status.splitlines() if ln.startswith("VmRSS:")), 0)
+        total += rss
+        name = stat.split("(", 1)[1].rsplit(")", 1)[0]
+        if name == "java":
+            jvm = max(jvm, rss)
+        elif name.startswith("python"):
+            python = max(python, rss)
+    return jvm, python, total
+
+
+class Peak:
+    """The peak of :func:`group_rss` of one job while it runs, sampled every half second by a thread."""
+
+    def __init__(self, driver: Driver):
+        self.values = (0, 0, 0)
+        self._pgid = driver.proc.pid
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.5):
+            now = group_rss(self._pgid)
+            self.values = tuple(max(a, b) for a, b in zip(self.values, now))  # type: ignore[assignment]
+
+    def stop(self) -> tuple[int, int, int]:
+        self._done.set()
+        self._thread.join()
+        return self.values
+
+
+def folder_size(path: Path) -> tuple[int, int]:
+    files = [p for p in path.iterdir() if p.is_file()] if path.exists() else []
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+# -- the soak ---------------------------------------------------------------------------------------------------
+
+def run_cycle(args, rng: random.Random, table: Path, work: Path, cycle: int, options: dict, job_args: list[str],
+              kills: Counter) -> tuple[tuple[int, int, int], list[str]]:
+    """One start and kill of the job; returns its peak RSS and any line naming an error of the source."""
+    what = (POINTS + ["random"])[cycle % (len(POINTS) + 1)]  # every point as often as random kills
+    env, faults = {}, work / "faults" / f"{cycle:04d}"
+    if what != "random":
+        faults.mkdir(parents=True)
+        env = {FAULT_ENV: f"{what}@{rng.randint(1, 3)}", DIR_ENV: str(faults)}
+    driver = Driver(table, work, options, args=job_args, env=env)
+    peak = Peak(driver)
+    start = time.monotonic()
+    if what == "random":
+        deadline = start + rng.uniform(1, args.max_life)
+        while time.monotonic() < deadline and driver.proc.poll() is None:
+            time.sleep(0.1)
+        kills["random"] += 1
+    else:
+        marker = faults / what
+        deadline = start + args.point_timeout
+        while not marker.exists() and driver.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not marker.exists():
+            kills[f"{what} (not reached: random)"] += 1
+        elif what == "consumer.read":  # the task was retried: the job lives on until a random kill
+            kills[what] += 1
+            end = time.monotonic() + rng.uniform(0, args.max_life / 3)
+            while time.monotonic() < end and driver.proc.poll() is None:
+                time.sleep(0.1)
+        else:
+            kills[what] += 1
+            try:
+                driver.proc.wait(60)  # the job dies of its killed process (runner or itself)
+            except subprocess.TimeoutExpired:
+                kills[f"{what} (job hung after the kill)"] += 1
+    driver.kill()
+    return peak.stop(), [ln for ln in driver.lines if SOURCE_ERROR.search(ln)]
+
+
+def model_feed(table: Path) -> tuple[list[tuple], int]:
+    """The change feed of every step whose commit completed: the load generator's plans replayed, each with the
+    instant of the commit that recorded its step number; and the number of steps."""
+    from hudi_streaming import HudiTable
+    from hudi_streaming.hoodie.writer.loadgen import STEP_KEY, LoadGenerator
+
+    t = HudiTable(str(table))
+    instant_of = {}
+    for e in t.timeline.completed_writes(include_archived=True):
+        step = t.timeline.commit_metadata(e.requested_time).extra_metadata.get(STEP_KEY)
+        if step:
+            if int(step) in instant_of:
+                raise SystemExit(f"step {step} was committed twice: {instant_of[int(step)]} and {e.requested_time}")
+            instant_of[int(step)] = e.requested_time
+    dry = LoadGenerator(None, KEYS, PARTITIONS, seed=SEED, batch=BATCH, late_share=0.0)
+    steps = []
+    for n in range(1, max(instant_of, default=0) + 1):
+        s = dry.plan()
+        s.instant = instant_of[n]
+        steps.append(s)
+    return change_feed(steps), len(steps)
+
+
+def first_write(table: Path) -> str:
+    """The requested time of the table's first completed write, once the writer has made it: the stream starts
+    there, so that it delivers every step as a change (a start from ``earliest`` would be a snapshot)."""
+    from hudi_streaming import HudiTable
+
+    while True:
+        if (table / ".hoodie" / "hoodie.properties").exists():
+            writes = HudiTable(str(table)).timeline.completed_writes()
+            if writes:
+                return writes[0].requested_time
+        time.sleep(0.5)
+
+
+def actions(table: Path) -> Counter:
+    """Completed instants per action, active and archived (rollbacks are the writer's failed writes)."""
+    from hudi_streaming import HudiTable
+
+    t = HudiTable(str(table))
+    done = Counter(e.instant.action.value for e in t.timeline.entries if e.is_completed)
+    done.update(a.action.value for a in t.timeline.archived.instants)
+    return done
+
+
+def mib(n: int) -> str:
+    return f"{n / 2**20:7.0f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cycles", type=int, default=100)
+    ap.add_argument("--work", default=None, help="folder for the table and the job (default: a temporary one)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--block", type=int, default=10, help="cycles per line of the memory report")
+    ap.add_argument("--version", type=int, default=9, choices=[6, 9])
+    ap.add_argument("--table-type", default="MERGE_ON_READ", choices=["MERGE_ON_READ", "COPY_ON_WRITE"])
+    ap.add_argument("--clock-skew", type=float, default=90.0, help="seconds the writer's clock is off, ±")
+    ap.add_argument("--writer-pause", type=float, default=12.0,
+                    help="mean seconds between the writer's steps: the stream, killed every minute or so, must keep "
+                         "up (changelog mode plans one instant per micro-batch) or the cleaner removes what it reads")
+    ap.add_argument("--max-life", type=float, default=45.0, help="seconds after its start a random kill comes at most")
+    ap.add_argument("--point-timeout", type=float, default=90.0)
+    ap.add_argument("--sink", default="overwrite", choices=["overwrite", "guarded"])
+    ap.add_argument("--writer-process", metavar="URL", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.writer_process:
+        writer_main(args.writer_process, args.version, args.table_type, args.clock_skew, args.writer_pause,
+                    args.seed)
+        return 0
+    root = Path(args.work or tempfile.mkdtemp(prefix="hudi-streaming-soak-"))
+    table, work = root / "table", root / "job"
+    work.mkdir(parents=True, exist_ok=True)
+    job_args = ["--sinks", args.sink, "--task-retries", "4"]
+    print(f"soak in {root}: {args.cycles} cycles, seed {args.seed}, table v{args.version} {args.table_type}, "
+          f"writer clock ±{args.clock_skew:g} s", flush=True)
+    writer = Writer(args, table, root / "writer.log")
+    rng = random.Random(args.seed)
+    kills: Counter = Counter()
+    blocks: list[tuple] = []
+    block_peak = (0, 0, 0)
+    block_start = began = time.monotonic()
+    errors: list[str] = []
+    try:
+        options = {"readMode": "changelog", "emitDeletes": "true", "maxRowsPerTrigger": "400", "miniBatchSize": "64",
+                   "startingInstant": first_write(table)}
+        for cycle in range(args.cycles):
+            peak, errors = run_cycle(args, rng, table, work, cycle, options, job_args, kills)
+            block_peak = tuple(max(a, b) for a, b in zip(block_peak, peak))  # type: ignore[assignment]
+            if errors or writer.failure:
+                print(f"cycle {cycle}: stopped: {writer.failure or ''}\n  " + "\n  ".join(errors[:10]), flush=True)
+                break
+            if (cycle + 1) % args.block == 0 or cycle + 1 == args.cycles:
+                blocks.append((cycle + 1, time.monotonic() - block_start, *block_peak,
+                               *folder_size(work / "state")))
+                print(f"cycle {cycle + 1}: {time.monotonic() - began:.0f} s, kills {dict(kills)}", flush=True)
+                block_peak, block_start = (0, 0, 0), time.monotonic()
+    finally:
+        writer.stop()
+    drain = Driver(table, work, options, until_caught_up=True, args=job_args)
+    peak, drained = Peak(drain), time.monotonic()
+    rc = drain.wait(1800)
+    blocks.append(("drain", time.monotonic() - drained, *peak.stop(), *folder_size(work / "state")))
+    errors += [ln for ln in drain.lines if SOURCE_ERROR.search(ln)]
+    expected, n_steps = model_feed(table)
+    rows = appended(work / "guarded") if args.sink == "guarded" else delivered(work / "out")
+    diff = feed_differences(expected, rows)
+    hours = (time.monotonic() - began) / 3600
+    print(f"\n== soak report ({hours:.2f} h, seed {args.seed}) ==")
+    print(f"cycles {sum(kills.values())} of {args.cycles}; job kills per point: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(kills.items())))
+    done = actions(table)
+    print(f"writer: {n_steps} steps committed, killed {writer.kills} times, instants per action {dict(done)}, "
+          f"clock ±{args.clock_skew:g} s")
+    print(f"changes expected {len(expected)}, delivered {len(rows)}, duplicated {len(diff['duplicated'])}, "
+          f"lost {len(diff['lost'])}, unexpected {len(diff['unexpected'])}; final drain exit code {rc}")
+    print("driver peak RSS (MiB) and state folder per block of cycles:")
+    print("  cycles  minutes    JVM  Python  group  state files  state KiB")
+    for upto, secs, jvm, python, total, files, size in blocks:
+        print(f"  {upto:>6}  {secs / 60:7.1f}  {mib(jvm)} {mib(python)} {mib(total)}  {files:11d}  {size / 1024:9.1f}")
+    for name in ("duplicated", "lost", "unexpected"):
+        if diff[name]:
+            print(f"{name} (first 5): {diff[name][:5]}")
+    if errors:
+        print("source errors (first 5):\n  " + "\n  ".join(errors[:5]))
+    if writer.failure:
+        print(writer.failure)
+    return 1 if errors or writer.failure or rc != 0 or any(diff.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

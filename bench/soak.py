@@ -1,13 +1,13 @@
 """Soak: a streaming job SIGKILLed and restarted again and again while a writer changes the table the whole time.
 
     python bench/soak.py [--cycles 100] [--work DIR] [--seed 0] [--block 10] [--version 9]
-                         [--table-type MERGE_ON_READ] [--clock-skew 90] [--writer-pause 12] [--max-life 45]
+                         [--table-type MERGE_ON_READ] [--clock-skew 90] [--writer-pause 20] [--max-life 45]
                          [--point-timeout 90] [--sink overwrite|guarded]
 
 Each cycle starts the e2e job (``tests/e2e/stream_driver.py``: a real local Spark query, changelog mode with
 deletes, task retries on) and kills it, taking these in turn:
 
-* a named fault point (``hudi_streaming._faults``) at its 1st to 3rd visit: ``driver.poll``,
+* a named fault point (``hudi_streaming._faults``) at its 1st to 6th visit: ``driver.poll``,
   ``state.before_write``, ``state.after_write`` and ``sink.after_write`` kill the job's process there;
   ``consumer.read`` kills a Python worker mid-split (Spark retries the task) and the cycle then ends with a
   kill at a random moment. A point not reached within ``--point-timeout`` seconds ends the cycle with a kill;
@@ -58,9 +58,11 @@ POINTS = ["driver.poll", "state.before_write", "state.after_write", "sink.after_
 SOURCE_ERROR = re.compile(r"\b(StateError|DataLossError|CorruptFileError|InvalidTableContentError|SchemaChangeError|"
                           r"OptionError|UnsupportedTableError|HudiStreamingError)\b")
 KEYS, PARTITIONS, BATCH, SEED = 2000, 4, 60, 7
-#: the cleaner keeps the slices of the last 60 writes (minutes of the stream's lag); it only looks at the active
+#: the cleaner keeps the slices of the last 40 writes (minutes of the stream's lag); it only looks at the active
 #: timeline, so archiving keeps more instants active than that
-COMPACT_EVERY, CLEAN_EVERY, ARCHIVE_EVERY, RETAIN_COMMITS, KEEP_ACTIVE = 4, 6, 9, 60, 80
+COMPACT_EVERY, CLEAN_EVERY, ARCHIVE_EVERY, RETAIN_COMMITS, KEEP_ACTIVE = 4, 6, 9, 40, 60
+#: a named point fires at its 1st to 6th visit: the job delivers a few batches first, so that the stream keeps up
+MAX_VISIT = 6
 
 
 # -- the writer process -------------------------------------------------------------------------------------------
@@ -209,7 +211,7 @@ def run_cycle(args, rng: random.Random, table: Path, work: Path, cycle: int, opt
     env, faults = {}, work / "faults" / f"{cycle:04d}"
     if what != "random":
         faults.mkdir(parents=True)
-        env = {FAULT_ENV: f"{what}@{rng.randint(1, 3)}", DIR_ENV: str(faults)}
+        env = {FAULT_ENV: f"{what}@{rng.randint(1, MAX_VISIT)}", DIR_ENV: str(faults)}
     driver = Driver(table, work, options, args=job_args, env=env)
     peak = Peak(driver)
     start = time.monotonic()
@@ -299,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--version", type=int, default=9, choices=[6, 9])
     ap.add_argument("--table-type", default="MERGE_ON_READ", choices=["MERGE_ON_READ", "COPY_ON_WRITE"])
     ap.add_argument("--clock-skew", type=float, default=90.0, help="seconds the writer's clock is off, ±")
-    ap.add_argument("--writer-pause", type=float, default=12.0,
+    ap.add_argument("--writer-pause", type=float, default=20.0,
                     help="mean seconds between the writer's steps: the stream, killed every minute or so, must keep "
                          "up (changelog mode plans one instant per micro-batch) or the cleaner removes what it reads")
     ap.add_argument("--max-life", type=float, default=45.0, help="seconds after its start a random kill comes at most")

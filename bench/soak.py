@@ -58,9 +58,9 @@ POINTS = ["driver.poll", "state.before_write", "state.after_write", "sink.after_
 SOURCE_ERROR = re.compile(r"\b(StateError|DataLossError|CorruptFileError|InvalidTableContentError|SchemaChangeError|"
                           r"OptionError|UnsupportedTableError|HudiStreamingError)\b")
 KEYS, PARTITIONS, BATCH, SEED = 2000, 4, 60, 7
-#: the cleaner keeps the slices of the last 40 writes (minutes of the stream's lag); it only looks at the active
+#: the cleaner keeps the slices of the last 30 writes (minutes of the stream's lag); it only looks at the active
 #: timeline, so archiving keeps more instants active than that
-COMPACT_EVERY, CLEAN_EVERY, ARCHIVE_EVERY, RETAIN_COMMITS, KEEP_ACTIVE = 4, 6, 9, 40, 60
+COMPACT_EVERY, CLEAN_EVERY, ARCHIVE_EVERY, RETAIN_COMMITS, KEEP_ACTIVE = 4, 6, 9, 30, 45
 #: a named point fires at its 1st to 6th visit: the job delivers a few batches first, so that the stream keeps up
 MAX_VISIT = 6
 
@@ -278,14 +278,15 @@ def first_write(table: Path) -> str:
         time.sleep(0.5)
 
 
-def actions(table: Path) -> Counter:
-    """Completed instants per action, active and archived (rollbacks are the writer's failed writes)."""
+def actions(table: Path) -> tuple[Counter, int]:
+    """Completed instants per action, active and archived (rollbacks are the writer's failed writes), and how
+    many were archived."""
     from hudi_streaming import HudiTable
 
     t = HudiTable(str(table))
     done = Counter(e.instant.action.value for e in t.timeline.entries if e.is_completed)
     done.update(a.action.value for a in t.timeline.archived.instants)
-    return done
+    return done, len(t.timeline.archived.instants)
 
 
 def mib(n: int) -> str:
@@ -354,9 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n== soak report ({hours:.2f} h, seed {args.seed}) ==")
     print(f"cycles {sum(kills.values())} of {args.cycles}; job kills per point: "
           + ", ".join(f"{k} {v}" for k, v in sorted(kills.items())))
-    done = actions(table)
-    print(f"writer: {n_steps} steps committed, killed {writer.kills} times, instants per action {dict(done)}, "
-          f"clock ±{args.clock_skew:g} s")
+    done, archived = actions(table)
+    print(f"writer: {n_steps} steps committed, killed {writer.kills} times, instants per action {dict(done)} "
+          f"({archived} archived), clock ±{args.clock_skew:g} s")
     print(f"changes expected {len(expected)}, delivered {len(rows)}, duplicated {len(diff['duplicated'])}, "
           f"lost {len(diff['lost'])}, unexpected {len(diff['unexpected'])}; final drain exit code {rc}")
     print("driver peak RSS (MiB) and state folder per block of cycles:")

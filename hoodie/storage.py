@@ -173,14 +173,41 @@ class Storage:
         target = self.full(rel)
         if self._local or "memory" in (self.fs.protocol if isinstance(self.fs.protocol, tuple)
                                        else (self.fs.protocol,)):
-            self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
-            # a name no Hudi reader takes for a data file, even if a crash leaves it behind
-            tmp = f"{posixpath.dirname(target)}/.hoodie-streaming-tmp-{uuid.uuid4().hex}"
-            with self.fs.open(tmp, "wb") as f:
-                f.write(data)
+            tmp = self._temporary(target, data)
             self.fs.mv(tmp, target)
         else:
             self.fs.pipe_file(target, data)
+
+    @_credentials_checked
+    def create(self, rel: str, data: bytes) -> None:
+        """Write a new file whole and only if no file of that name exists (``FileExistsError``): what an owner
+        that must not be overwritten by a second writer (a stream's state) needs.
+
+        Local disks: a complete temporary file hard-linked to the name (``link`` fails if it exists). Object
+        stores: a conditional PUT (s3fs's ``mode="create"``: ``If-None-Match: *``), visible only when complete.
+        Other fsspec stores check first, which is exclusive within a process only.
+        """
+        target = self.full(rel)
+        if not self._local:
+            self.fs.pipe_file(target, data, mode="create")
+            return
+        tmp = self._temporary(target, data)
+        try:
+            os.link(tmp, target)
+        finally:
+            os.unlink(tmp)
+
+    def _temporary(self, target: str, data: bytes) -> str:
+        """``data`` in a complete sibling of ``target`` under a name no Hudi reader takes for a data file, even if
+        a crash leaves it behind (local and memory file systems, which have a rename)."""
+        self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
+        tmp = f"{posixpath.dirname(target)}/.hoodie-streaming-tmp-{uuid.uuid4().hex}"
+        with self.fs.open(tmp, "wb") as f:
+            f.write(data)
+            if self._local:
+                f.flush()
+                os.fsync(f.fileno())
+        return tmp
 
 
 _LOCAL = pafs.LocalFileSystem()

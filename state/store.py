@@ -2,8 +2,8 @@
 
 Spark stores only a compact offset per micro-batch; everything ``partitions(start, end)`` needs to rebuild a
 batch after a crash lives here, written *before* ``latestOffset`` returns the offset that refers to it.
-Every save writes a new immutable file ``state-<version>.json``, created exclusively (a hard link of a
-complete temporary file on local disks, a conditional PUT on S3), so a crash mid-write never damages the
+Every save writes a new immutable file ``state-<version>.json``, created exclusively (``Storage.create``: a
+hard link of a complete temporary file on local disks, a conditional PUT on S3), so a crash mid-write never damages the
 previous state and two queries sharing a folder cannot both write version N: the second is refused instead
 of one silently overwriting the other. Each file carries a SHA-256 of its body and the identity of the table
 and stream it belongs to: a torn or foreign file is detected and never trusted.
@@ -22,8 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import posixpath
 import re
 import uuid
 from typing import TypeVar
@@ -183,7 +181,7 @@ class StateStore:
                                                   split=split_record(p.split)).model_dump(mode="json")
                                for p in new]).encode()
             name = f"splits-{new[0].seq:012d}-{new[-1].seq:012d}-{self._token}.json"
-            self._create(name, data)
+            self.storage.create(name, data)
             keep.append(SegmentRecord(name=name, first=new[0].seq, last=new[-1].seq,
                                       sha256=hashlib.sha256(data).hexdigest()))
         body = StateRecord(table_url=state.table_url, table_name=state.table_name,
@@ -196,7 +194,7 @@ class StateStore:
         name = f"state-{self.version + 1:012d}.json"
         fault_point("state.before_write")
         try:
-            self._create(name, json.dumps(doc).encode())
+            self.storage.create(name, json.dumps(doc).encode())
         except FileExistsError:
             raise StateError(f"{self.location}/{name}: written by another query while this one holds the state; "
                              "two live queries share this stateLocation — give each query its own (the state "
@@ -214,29 +212,6 @@ class StateStore:
                 except FileNotFoundError:
                     pass
 
-    def _create(self, rel: str, data: bytes) -> None:
-        """Write a new immutable file whole and only if no file of that name exists (``FileExistsError``).
-
-        Local disks: a complete temporary file hard-linked to the name (``link`` fails if it exists; readers never
-        see a partial file). Object stores: a conditional PUT (s3fs's ``mode="create"``: ``If-None-Match: *``),
-        visible only when complete. Other fsspec stores check first, which is exclusive within a process only.
-        """
-        target = self.storage.full(rel)
-        fs = self.storage.fs
-        protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
-        if "file" in protocols or "local" in protocols:
-            fs.makedirs(posixpath.dirname(target), exist_ok=True)
-            tmp = f"{posixpath.dirname(target)}/.hoodie-streaming-tmp-{uuid.uuid4().hex}"
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            try:
-                os.link(tmp, target)
-            finally:
-                os.unlink(tmp)
-        else:
-            fs.pipe_file(target, data, mode="create")
 
 
 def _open_envelope(raw: bytes, where: str) -> tuple[int, dict]:

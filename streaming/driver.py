@@ -42,9 +42,6 @@ from .options import Deletes, ReadMode, SourceOptions
 
 log = logging.getLogger(__name__)
 
-#: how often an idle stream lists the timeline (latestOffset is called every trigger)
-POLL_INTERVAL_SECONDS = 1.0
-
 #: the row order within a split that record offsets count in (see the module docstring)
 OFFSET_VERSION = 2
 
@@ -249,10 +246,10 @@ class StreamDriver:
         """Plan the next round(s) of instants; True when the state changed.
 
         A stream that is behind plans its next round at once; one that has caught up lists the timeline at
-        most every ``POLL_INTERVAL_SECONDS`` (Spark asks for the latest offset on every trigger).
+        most every ``pollIntervalSeconds`` (Spark asks for the latest offset on every trigger).
         """
         now = time.monotonic()
-        if self._caught_up and not self.available_now and now - self._last_poll < POLL_INTERVAL_SECONDS:
+        if self._caught_up and not self.available_now and now - self._last_poll < self.opts.poll_interval_seconds:
             return False
         self._last_poll = now
         self.table.reload()

@@ -1,30 +1,45 @@
 """Speed and memory of reading one Merge-On-Read file slice: our reader against hudi-rs and pyarrow.
 
-Run: ``python bench/bench_slice_read.py [--rows N] [--updates U] [--blocks B] [--repeat R] [--keep DIR]
-[--compression CODEC] [--profile [N]]`` (defaults: 1,000,000 rows, 200,000 updates, 4 blocks, best of 3, gzip).
-``--keep DIR`` keeps the table; run again with the same DIR and flags to reuse it instead of writing it again.
+Run: ``python bench/bench_slice_read.py [--sizes N1,N2,...] [--updates U] [--blocks B] [--repeat R] [--keep DIR]
+[--compression CODEC] [--profile [N]]`` (defaults: sizes 1,000,000 and 4,000,000 base rows, 200,000 updates at
+every size, 4 blocks, best of 3, gzip; ``--rows N`` is ``--sizes N``). ``--keep DIR`` keeps each size's table in
+``DIR/rows_<N>``; run again with the same DIR and flags to reuse them instead of writing them again.
 
-Builds a valid Hudi table version 9 MOR table (non-partitioned, COMMIT_TIME_ORDERING, laid out like the fixture
-``mor_avro__v9_mor_nonpart_3commits``) holding one file slice: a base parquet file of N trips-like rows written
-by deltacommit 1, and one log file of deltacommit 2 with U updates of distinct existing keys in B Avro data
-blocks, encoded with the project's own ``hoodie.logfile.writer``. Before timing anything it checks that our
-merged output, hudi-rs's merged output and the expected state (the base with the updates applied) are the same
-rows, and that both read-optimized reads equal the base file; it aborts (exit 1) if not.
+For each size, builds a valid Hudi table version 9 MOR table (non-partitioned, COMMIT_TIME_ORDERING, laid out
+like the fixture ``mor_avro__v9_mor_nonpart_3commits``) holding one file slice: a base parquet file of N
+trips-like rows written by deltacommit 1, and one log file of deltacommit 2 with U updates of distinct existing
+keys in B Avro data blocks, encoded with the project's own ``hoodie.logfile.writer``. Before timing anything it
+checks that our merged output (batch API and streaming path), hudi-rs's merged output and the expected state (the
+base with the updates applied) are the same rows, and that both read-optimized reads equal the base file; it
+aborts (exit 1) if not.
 
 Then every measurement runs in a fresh subprocess (so memory high-water marks don't mix), taking the best of R
 runs (wall time, plus the CPU time of that run over all threads, which is steadier on a busy machine), and the
-script prints:
+script prints, per size:
 
-* merged read rows/s, ours vs hudi-rs, slice level (ours ``read_slice`` vs hudi-rs
-  ``HudiFileGroupReader.read_file_slice``, table opened and slice planned outside the timing) and table level
-  (``hoodie.read_table(url)`` vs ``HudiTableBuilder...build().read(HudiReadOptions())``, open included);
-* read-optimized rows/s, ``hoodie.read_table(url, read_optimized=True)`` vs ``pyarrow.parquet.read_table``;
-* peak memory of each: process RSS high-water mark (``resource.getrusage``) and the Arrow default memory
-  pool's high-water mark (``pa.default_memory_pool().max_memory()``; counts only Arrow-pool allocations, not
-  polars' or hudi-rs's own, so compare RSS across readers);
-* where our merged slice read spends its time: base parquet read, log file read and block framing, Avro → Arrow
-  decode, log assembly (align/concat/keys), merge, other;
-* the ratios (ours / theirs rows/s) against the targets: merged ≥ 1.0×, read-optimized ≥ 0.8×.
+* merged read rows/s, ours vs hudi-rs, slice level, table opened and slice planned outside the timing: our
+  batch API ``read_slice``; our **streaming path**, what a Spark task runs (``streaming.consumer.consume`` over
+  one snapshot split of the slice, planned like ``plan_batch_read`` plans ``spark.read``, iterating the record
+  batches of ``miniBatchSize`` 65,536 rows and keeping none, as a task hands each to Spark; plus its time to the
+  first batch); hudi-rs ``HudiFileGroupReader.read_file_slice`` and, for reference, its
+  ``read_file_slice_stream`` (batches dropped likewise);
+* merged read rows/s at table level (``hoodie.read_table(url)`` vs ``HudiTableBuilder...build().read(...)``,
+  open included); read-optimized rows/s, ``hoodie.read_table(url, read_optimized=True)`` vs
+  ``pyarrow.parquet.read_table``;
+* memory of each: **peak RSS** (the worker's ``resource.getrusage`` high-water mark), **peak RSS growth** (that
+  minus the worker's RSS just before the first read, after imports, opening the table and planning, so
+  interpreter and library baselines don't mix in), and the Arrow default memory pool's high-water mark (counts
+  only Arrow-pool allocations, not polars' or hudi-rs's own, so compare RSS across readers);
+* where our merged ``read_slice`` spends its time: base parquet read, log file read and block framing,
+  Avro -> Arrow decode, log assembly (align/concat/keys), merge, other;
+* the ratios against the targets.
+
+After the last size: how each reader's peak RSS growth scales from the first size to the last, and a summary
+of every target with the measured ratio and PASS/FAIL. Targets (issue 12, at the first size, 1M + 200k by
+default): streaming path peak RSS growth <= 0.75x hudi-rs ``read_file_slice``'s while its rows/s stays >= 2.0x
+hudi-rs's; streaming path peak RSS growth from the first to the last size (4M base rows, same update count)
+< 1.25x. The batch API ``read_slice`` is reported against the same two ratios. Earlier targets, still shown:
+table-level merged >= 1.0x hudi-rs, read-optimized >= 0.8x pyarrow.
 
 ``--profile`` adds a cProfile of one merged slice read (top N lines by cumulative time, default 25).
 """
@@ -55,8 +70,13 @@ from hudi_streaming.hoodie.logfile.avro_arrow import avro_bytes, avro_long, reco
 from hudi_streaming.hoodie.logfile.format import make_log_file_name  # noqa: E402
 from hudi_streaming.hoodie.logfile.writer import encode_avro_data_block  # noqa: E402
 
-MERGED_TARGET = 1.0
-READ_OPTIMIZED_TARGET = 0.8
+MERGED_TARGET = 1.0  # table level, ours / hudi-rs rows/s
+READ_OPTIMIZED_TARGET = 0.8  # ours / pyarrow rows/s
+SLICE_SPEED_TARGET = 2.0  # issue 12: merged slice, ours / hudi-rs read_file_slice rows/s, at the first size
+GROWTH_TARGET = 0.75  # issue 12: merged slice peak RSS growth, ours / hudi-rs read_file_slice, at the first size
+SCALING_TARGET = 1.25  # issue 12: our streaming path's peak RSS growth, last size / first size (strictly below)
+MINI_BATCH = 65_536  # the source's default miniBatchSize
+DEFAULT_SIZES = (1_000_000, 4_000_000)
 
 DATABASE = "default"
 TABLE_NAME = "bench_trips"
@@ -410,6 +430,19 @@ def verify(path: str, built: dict) -> None:
                        f"{[s.log_file_names for s in slices]}), expected one slice with a log file")
     batch = rs_table.create_file_group_reader_with_options().read_file_slice(slices[0])
     assert_same_rows(ours, pa.Table.from_batches([batch]), "ours (merged)", "hudi-rs read_file_slice")
+    del theirs, batch
+    # the streaming path: the same rows, every one an insert (a snapshot split), in batches of <= MINI_BATCH rows
+    batches = list(_ours_stream_setup(path)())
+    big = [b.num_rows for b in batches if b.num_rows > MINI_BATCH]
+    if big:
+        raise Mismatch(f"ours (streaming path): batches of {big[:3]} rows, more than miniBatchSize {MINI_BATCH}")
+    streamed = pa.Table.from_batches(batches)
+    del batches
+    kinds = pc.unique(streamed.column("_change_type")).to_pylist()
+    if kinds != ["insert"]:
+        raise Mismatch(f"ours (streaming path): change types {kinds}, expected only 'insert' for a snapshot split")
+    assert_same_rows(streamed.drop_columns(["_change_type"]), expected, "ours (streaming path)", "expected state")
+    del streamed
     ro = hoodie.read_table(path, read_optimized=True)
     assert_same_rows(ro, base, "ours (read-optimized)", "base file")
     assert_same_rows(pq.read_table(os.path.join(path, built["base_name"])), base, "pyarrow base read", "base file")
@@ -477,6 +510,84 @@ def _hudi_slice_setup(path: str):
     return lambda: reader.read_file_slice(fs)
 
 
+def _ours_stream_setup(path: str):
+    """What a Spark task of this source runs on the slice, as a function returning its batch iterator.
+
+    Driver side, as ``streaming.driver.plan_batch_read`` does for ``spark.read``: plan the snapshot's slices, make
+    each a split (``StreamMonitor.split_of``, no instant range: every row of the slice), the output schema
+    (``output_schema``: table columns + ``_change_type``) and the columns to read (``read_columns``). Task side, as
+    ``HudiStreamingDataSource.read`` does: a table opened without listing, then ``consume`` over the whole split
+    (``SplitRange(split, 0, None)``) with the stream's defaults (deletes stop the stream, upsert mode,
+    ``payload_combine``, ``miniBatchSize`` 65,536). The table is opened and the split planned here, outside
+    the timing; the read starts when the iterator is first advanced.
+    """
+    from hudi_streaming.hoodie.read import plan_slices
+    from hudi_streaming.hoodie.table import HudiTable
+    from hudi_streaming.monitor.monitor import MonitorOptions, StreamMonitor
+    from hudi_streaming.streaming.consumer import SplitRange, consume, output_schema, read_columns
+    from hudi_streaming.streaming.options import Deletes
+
+    driver_table = HudiTable(path)
+    slices, max_instant, _ = plan_slices(driver_table)
+    if len(slices) != 1:
+        raise SystemExit(f"ours plans {len(slices)} file slices, expected 1")
+    target = output_schema(driver_table.arrow_schema(), None)
+    split = StreamMonitor(driver_table, MonitorOptions()).split_of(slices[0], None, max_instant, est_rows=0)
+    columns = read_columns(driver_table, target)
+    del driver_table, slices
+    task_table = HudiTable(path)
+    return lambda: consume(task_table, [SplitRange(split, 0, None)], target, columns, target, deletes=Deletes.FAIL,
+                           changelog=False, merge_type="payload_combine", mini_batch=MINI_BATCH)
+
+
+def _hudi_stream_setup(path: str):
+    import hudi
+
+    table = hudi.HudiTableBuilder.from_base_uri(path).build()
+    (fs,) = table.get_file_slices()
+    reader = table.create_file_group_reader_with_options()
+    options = hudi.HudiReadOptions().with_batch_size(MINI_BATCH)
+    return lambda: reader.read_file_slice_stream(fs, options)
+
+
+STREAM_KINDS = {"ours_stream": _ours_stream_setup, "hudi_slice_stream": _hudi_stream_setup}
+
+
+def run_stream_worker(kind: str, path: str, repeat: int) -> dict:
+    """Drain a batch iterator ``repeat`` times keeping no batch (a Spark task hands each on); best run counts.
+
+    Time to first batch is measured from the call that makes the iterator to the first batch in hand.
+    """
+    batches_of = STREAM_KINDS[kind](path)
+    pool = pa.default_memory_pool()
+    rss_before, pool_before = _rss_now_bytes(), pool.max_memory()
+    runs = []
+    for _ in range(repeat):
+        c0, t0 = time.process_time(), time.perf_counter()
+        first = None
+        rows = n = biggest = 0
+        schema = None
+        for batch in batches_of():
+            if first is None:
+                first = time.perf_counter() - t0
+                schema = batch.schema
+            rows += batch.num_rows
+            n += 1
+            biggest = max(biggest, batch.num_rows)
+            del batch  # nothing kept: the next batch may reuse the memory
+        runs.append({"seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
+                     "first_batch": first if first is not None else float("nan"), "rows": rows, "batches": n,
+                     "max_batch_rows": biggest})
+        if runs[0]["rows"] != rows:
+            raise SystemExit(f"row count changed between runs: {runs[0]['rows']} then {rows}")
+    best = min(runs, key=lambda r: r["seconds"])
+    return {"kind": kind, **best, "times": [r["seconds"] for r in runs],
+            "first_batch_times": [r["first_batch"] for r in runs], "rss_before": rss_before,
+            "rss_peak": _rss_peak_bytes(), "vm_hwm": _vm_hwm_bytes(), "pool_peak": pool.max_memory(),
+            "pool_before": pool_before, "pool_held_by_result": 0, "result_nbytes": 0,
+            "pool_backend": pool.backend_name, "schema": str(schema)}
+
+
 def worker_fn(kind: str, path: str, base_file: str):
     """The function a worker times, built (imports, table open, planning) outside the timing."""
     if kind == "ours_slice":
@@ -500,6 +611,8 @@ def worker_fn(kind: str, path: str, base_file: str):
 
 
 def run_worker(kind: str, path: str, base_file: str, repeat: int) -> dict:
+    if kind in STREAM_KINDS:
+        return run_stream_worker(kind, path, repeat)
     if kind == "ours_phases":
         return run_phases(path, repeat)
     if kind == "ours_profile":
@@ -617,8 +730,48 @@ def _mb(b: float) -> str:
     return f"{b / 2**20:,.0f} MiB"
 
 
-def report(args, built: dict, results: dict[str, dict], phases: dict, hudi_version: str) -> None:
-    n, u = args.rows, args.updates
+def _size(n: int) -> str:
+    """1000000 -> 1M, 200000 -> 200k."""
+    if n % 1_000_000 == 0:
+        return f"{n // 1_000_000}M"
+    if n % 1_000 == 0:
+        return f"{n // 1_000}k"
+    return f"{n:,}"
+
+
+def _growth(r: dict) -> int:
+    """Peak RSS growth: the worker's RSS high-water mark minus its RSS just before the first read."""
+    return r["rss_peak"] - r["rss_before"]
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+# (query, reader label, worker kind), in the order measured and printed
+ROWS = [
+    ("merged, slice", "ours     stream task: consume(snapshot split)", "ours_stream"),
+    ("merged, slice", "ours     read_slice (batch API)", "ours_slice"),
+    ("merged, slice", "hudi-rs  HudiFileGroupReader.read_file_slice", "hudi_slice"),
+    ("merged, slice", "hudi-rs  read_file_slice_stream", "hudi_slice_stream"),
+    ("merged, table", "ours     hoodie.read_table(url)", "ours_table"),
+    ("merged, table", "hudi-rs  HudiTable.read(HudiReadOptions())", "hudi_table"),
+    ("read-optimized", "ours     hoodie.read_table(url, read_optimized=True)", "ours_ro"),
+    ("read-optimized", "ours     read_slice (read_optimized)", "ours_ro_slice"),
+    ("read-optimized", "pyarrow  pq.read_table(base file)", "pyarrow_ro"),
+]
+MEASURED = [kind for _, _, kind in ROWS]
+LABEL = {kind: label for _, label, kind in ROWS}
+
+
+def _ratio(results: dict, ours: str, theirs: str, key: str = "seconds") -> float:
+    """Ours rows/s / theirs rows/s (both read the same N rows: the inverse ratio of the times)."""
+    return results[theirs][key] / results[ours][key]
+
+
+def report(args, n: int, built: dict, results: dict[str, dict], phases: dict, hudi_version: str,
+           load_at_start: float, first: bool) -> None:
+    u = args.updates
     print()
     print(f"One MOR file slice: {n:,} base rows + {u:,} log updates ({args.blocks} Avro data blocks, one log "
           f"file); best of {args.repeat}")
@@ -626,41 +779,37 @@ def report(args, built: dict, results: dict[str, dict], phases: dict, hudi_versi
           f"{built['log_size'] / 2**20:.1f} MiB; hudi-rs (hudi) {hudi_version}, pyarrow {pa.__version__}, "
           f"{os.cpu_count()} CPUs")
     load = os.getloadavg()
-    print(f"load average at start {args.load_at_start:.1f}, at end {load[0]:.1f}"
+    print(f"load average at start {load_at_start:.1f}, at end {load[0]:.1f}"
           + (f" -- MORE THAN {os.cpu_count()} CPUs: other processes compete, timings are noisy"
-             if max(args.load_at_start, load[0]) > (os.cpu_count() or 1) else ""))
+             if max(load_at_start, load[0]) > (os.cpu_count() or 1) else ""))
     print()
-    rows = [
-        ("merged, slice", "ours     read_slice", "ours_slice"),
-        ("merged, slice", "hudi-rs  HudiFileGroupReader.read_file_slice", "hudi_slice"),
-        ("merged, table", "ours     hoodie.read_table(url)", "ours_table"),
-        ("merged, table", "hudi-rs  HudiTable.read(HudiReadOptions())", "hudi_table"),
-        ("read-optimized", "ours     hoodie.read_table(url, read_optimized=True)", "ours_ro"),
-        ("read-optimized", "ours     read_slice (read_optimized)", "ours_ro_slice"),
-        ("read-optimized", "pyarrow  pq.read_table(base file)", "pyarrow_ro"),
-    ]
-    head = (f"{'query':<15} {'reader':<52} {'best s':>7} {'median':>7} {'CPU s':>6} {'rows/s':>12} "
-            f"{'peak RSS':>11} {'RSS growth':>11} {'Arrow pool peak':>16}")
+    head = (f"{'query':<15} {'reader':<52} {'best s':>7} {'median':>7} {'CPU s':>6} {'rows/s':>11} "
+            f"{'1st batch':>9} {'peak RSS':>10} {'RSS growth':>11} {'Arrow pool peak':>16}")
     print(head)
     print("-" * len(head))
-    for query, label, kind in rows:
+    for query, label, kind in ROWS:
         r = results[kind]
         pool_peak = _mb(r["pool_peak"]) if kind.startswith(("ours", "pyarrow")) else "(not Arrow)"
+        first_batch = f"{min(r['first_batch_times']):.3f}" if "first_batch_times" in r else "-"
         print(f"{query:<15} {label:<52} {r['seconds']:>7.3f} {float(np.median(r['times'])):>7.3f} "
-              f"{r['cpu_seconds']:>6.2f} "
-              f"{r['rows'] / r['seconds']:>12,.0f} "
-              f"{_mb(r['rss_peak']):>11} {_mb(r['rss_peak'] - r['rss_before']):>11} {pool_peak:>16}")
+              f"{r['cpu_seconds']:>6.2f} {r['rows'] / r['seconds']:>11,.0f} {first_batch:>9} "
+              f"{_mb(r['rss_peak']):>10} {_mb(_growth(r)):>11} {pool_peak:>16}")
     print()
-    odd = [k for _, _, k in rows if abs(results[k]["rss_peak"] - results[k]["vm_hwm"]) > 0.1 * results[k]["vm_hwm"]]
+    odd = [k for k in MEASURED if abs(results[k]["rss_peak"] - results[k]["vm_hwm"]) > 0.1 * results[k]["vm_hwm"]]
     if odd:
         print(f"WARNING: ru_maxrss and VmHWM disagree for {odd}: " + ", ".join(
             f"{_mb(results[k]['rss_peak'])} vs {_mb(results[k]['vm_hwm'])}" for k in odd))
+    stream, hstream = results["ours_stream"], results["hudi_slice_stream"]
     print("best s = best wall time (rows/s uses it); median = median wall time of the runs; "
-          "CPU s = CPU time of the best run, all threads; "
-          "peak RSS = ru_maxrss of the worker process (agrees with its VmHWM); RSS growth = peak RSS - RSS after "
-          "imports/setup in the worker; Arrow pool peak = "
-          f"pa.default_memory_pool().max_memory() ({results['ours_slice']['pool_backend']}); the merged result "
-          f"itself is {_mb(results['ours_slice']['result_nbytes'])}.")
+          "CPU s = CPU time of the best run, all threads; 1st batch = best time from making the batch iterator "
+          "to holding its first batch; "
+          "peak RSS = ru_maxrss of the worker process (agrees with its VmHWM); RSS growth = peak RSS - RSS just "
+          "before the first read (after imports, opening the table, planning); Arrow pool peak = "
+          f"pa.default_memory_pool().max_memory() ({results['ours_slice']['pool_backend']}). The merged result "
+          f"of read_slice is {_mb(results['ours_slice']['result_nbytes'])}; the stream task yielded "
+          f"{stream['batches']} batches of <= {stream['max_batch_rows']:,} rows (miniBatchSize {MINI_BATCH:,}) "
+          f"and kept none, hudi-rs's stream {hstream['batches']} batches of <= {hstream['max_batch_rows']:,} rows "
+          f"(batch_size {MINI_BATCH:,}).")
 
     p = phases
     total = p["total"]
@@ -690,34 +839,176 @@ def report(args, built: dict, results: dict[str, dict], phases: dict, hudi_versi
     if missing:
         print(f"  (hooks not found, phases incomplete: {', '.join(missing)})")
 
-    def ratio(ours: str, theirs: str, key: str = "seconds") -> float:
-        return results[theirs][key] / results[ours][key]  # same rows: rows/s ratio = inverse time ratio
-
+    where = "" if first else " (the targets apply at the first size; shown for comparison)"
     print()
-    print("Ratios, ours rows/s / theirs rows/s (wall time: the target; CPU time: steadier on a busy machine):")
+    print(f"Merged slice, ours / hudi-rs read_file_slice at {_size(n)} + {_size(u)}{where}:")
+    hudi = results["hudi_slice"]
+    for kind in ("ours_stream", "ours_slice"):
+        speed = _ratio(results, kind, "hudi_slice")
+        growth = _growth(results[kind]) / _growth(hudi)
+        speed_verdict = f": {_verdict(speed >= SLICE_SPEED_TARGET)}" if first else ""
+        growth_verdict = f": {_verdict(growth <= GROWTH_TARGET)}" if first else ""
+        print(f"  {LABEL[kind].split(None, 1)[1]:<46} rows/s {speed:>5.2f}x (target >= {SLICE_SPEED_TARGET:.1f}x"
+              f"{speed_verdict}; by CPU time {_ratio(results, kind, 'hudi_slice', 'cpu_seconds'):.2f}x);  "
+              f"peak RSS growth {growth:>5.2f}x (target <= {GROWTH_TARGET:.2f}x{growth_verdict}; "
+              f"{_mb(_growth(results[kind]))} vs {_mb(_growth(hudi))})")
+    print()
+    print("Other ratios, ours rows/s / theirs rows/s (wall time: the target; CPU time: steadier on a busy machine):")
     for label, ours, theirs, target in [
-        ("merged, slice level: ours read_slice / hudi-rs read_file_slice", "ours_slice", "hudi_slice",
-         MERGED_TARGET),
         ("merged, table level: ours read_table / hudi-rs HudiTable.read", "ours_table", "hudi_table",
          MERGED_TARGET),
         ("read-optimized: ours read_table(read_optimized) / pq.read_table", "ours_ro", "pyarrow_ro",
          READ_OPTIMIZED_TARGET),
     ]:
-        value = ratio(ours, theirs)
-        verdict = "meets target" if value >= target else "BELOW target"
-        print(f"  {label:<68} {value:>5.2f}x  (target >= {target:.1f}x: {verdict});  by CPU time "
-              f"{ratio(ours, theirs, 'cpu_seconds'):.2f}x")
+        value = _ratio(results, ours, theirs)
+        print(f"  {label:<68} {value:>5.2f}x  (target >= {target:.1f}x: {_verdict(value >= target)});  by CPU time "
+              f"{_ratio(results, ours, theirs, 'cpu_seconds'):.2f}x")
+
+
+def final_report(args, sizes: list[int], runs: dict[int, dict]) -> None:
+    """Growth from the first size to the last, and the summary of every target."""
+    lo, hi = sizes[0], sizes[-1]
+    first, last = runs[lo]["results"], runs[hi]["results"]
+    u = _size(args.updates)
+    scaling = {}
+    if hi != lo:
+        print()
+        print(f"Peak RSS growth from {_size(lo)} to {_size(hi)} base rows ({u} updates at both sizes):")
+        for kind in ("ours_stream", "ours_slice", "hudi_slice", "hudi_slice_stream"):
+            a, b = _growth(first[kind]), _growth(last[kind])
+            scaling[kind] = b / a
+            note = {"ours_stream": f"target < {SCALING_TARGET:.2f}x: {_verdict(scaling[kind] < SCALING_TARGET)}",
+                    "ours_slice": "returns the whole slice: grows with it",
+                    "hudi_slice": "for comparison", "hudi_slice_stream": "for comparison"}[kind]
+            print(f"  {LABEL[kind]:<52} {_mb(a):>10} -> {_mb(b):>10}  {scaling[kind]:>5.2f}x  ({note})")
+
+    def row(what: str, target: str, value: float | None, ok: bool | None) -> None:
+        shown = f"{value:.2f}x" if value is not None else "-"
+        verdict = _verdict(ok) if ok is not None else "n/a"
+        print(f"  {what:<78} {target:>8} {shown:>9}  {verdict}")
+
+    at = f"{_size(lo)} + {u}"
+    hudi = first["hudi_slice"]
+    print()
+    print(f"Summary (rows/s by wall time, best of {args.repeat}; ratios at {at} unless named):")
+    print(f"  {'target':<78} {'wanted':>8} {'measured':>9}  verdict")
+    for kind, name in (("ours_stream", "stream task (consume)"), ("ours_slice", "batch API (read_slice)")):
+        g = _growth(first[kind]) / _growth(hudi)
+        row(f"{name}: peak RSS growth / hudi-rs read_file_slice's", f"<= {GROWTH_TARGET:.2f}x", g,
+            g <= GROWTH_TARGET)
+        v = _ratio(first, kind, "hudi_slice")
+        row(f"{name}: rows/s / hudi-rs read_file_slice's", f">= {SLICE_SPEED_TARGET:.1f}x", v,
+            v >= SLICE_SPEED_TARGET)
+    if "ours_stream" in scaling:
+        row(f"stream task: peak RSS growth {_size(hi)} / {_size(lo)} (hudi-rs read_file_slice's: "
+            f"{scaling['hudi_slice']:.2f}x)", f"< {SCALING_TARGET:.2f}x", scaling["ours_stream"],
+            scaling["ours_stream"] < SCALING_TARGET)
+    else:
+        row("stream task: peak RSS growth, last size / first size (one size measured)", f"< {SCALING_TARGET:.2f}x",
+            None, None)
+    v = _ratio(first, "ours_table", "hudi_table")
+    row("merged, table level: ours read_table rows/s / hudi-rs HudiTable.read's", f">= {MERGED_TARGET:.1f}x", v,
+        v >= MERGED_TARGET)
+    v = _ratio(first, "ours_ro", "pyarrow_ro")
+    row("read-optimized: ours read_table rows/s / pq.read_table's", f">= {READ_OPTIMIZED_TARGET:.1f}x", v,
+        v >= READ_OPTIMIZED_TARGET)
+    ttfb = ", ".join(f"{_size(n)} {min(runs[n]['results']['ours_stream']['first_batch_times']):.3f} s "
+                     f"(of {runs[n]['results']['ours_stream']['seconds']:.3f} s)" for n in sizes)
+    print(f"  stream task time to first batch: {ttfb}")
+
+
+def table_dir(args, n: int, parser: argparse.ArgumentParser) -> tuple[Path, bool]:
+    """Where the table of ``n`` base rows goes under ``--keep DIR``, and whether one is there to reuse."""
+    root = Path(args.keep).resolve() / f"rows_{n}"
+    if root.exists() and any(root.iterdir()):
+        params = kept_table_params(root)
+        wanted = (n, args.updates, args.blocks, args.compression.upper())
+        if params is None:
+            parser.error(f"--keep: {root} exists, is not empty and holds no table of this script")
+        if params != wanted:
+            parser.error(f"--keep: {root} holds a table of (rows, updates, blocks, codec) = {params}, "
+                         f"not {wanted}; use another directory")
+        return root, True
+    return root, False
+
+
+def run_size(args, n: int, hudi_version: str, parser: argparse.ArgumentParser) -> dict:
+    """Build (or reuse), verify and measure the table of ``n`` base rows; print its report."""
+    load_at_start = os.getloadavg()[0]
+    cleanup = None
+    if args.keep:
+        root, reuse = table_dir(args, n, parser)
+        root.mkdir(parents=True, exist_ok=True)
+    else:
+        reuse = False
+        cleanup = tempfile.mkdtemp(prefix="bench_slice_read_")
+        root = Path(cleanup) / TABLE_NAME
+        root.mkdir()
+    print(f"\n=== {n:,} base rows + {args.updates:,} log updates ===", flush=True)
+    try:
+        path = str(root)
+        t0 = time.perf_counter()
+        built = generate(n, args.updates)
+        t_gen = time.perf_counter() - t0
+        if reuse:
+            print(f"reusing the table in {path} (rows generated again in memory for the checks: {t_gen:.1f} s)")
+        else:
+            print(f"building the table in {path} ...", flush=True)
+            t0 = time.perf_counter()
+            write_table(root, built, args.blocks, args.compression)
+            print(f"  generation {t_gen:.1f} s, writing {time.perf_counter() - t0:.1f} s (not measured)")
+        built["base_size"] = (root / built["base_name"]).stat().st_size
+        built["log_size"] = (root / built["log_name"]).stat().st_size
+        print("verifying: ours (batch API, streaming path) == hudi-rs == expected state (merged), ours == pyarrow "
+              "== base (read-optimized) ...", flush=True)
+        t0 = time.perf_counter()
+        try:
+            verify(path, built)
+        except Mismatch as e:
+            raise SystemExit(f"VERIFICATION FAILED, nothing timed: {e}\n(table kept at {path})") from None
+        print(f"  ok: {n:,} rows, all columns equal; {args.updates:,} updated keys carry deltacommit 2's "
+              f"values in both readers ({time.perf_counter() - t0:.1f} s)")
+        del built["base"], built["updates"], built["expected"], built["updated_keys"]
+        base_file = str(root / built["base_name"])
+        results = {}
+        for kind in MEASURED:
+            print(f"measuring {kind} ...", flush=True)
+            results[kind] = measure(kind, path, base_file, args.repeat)
+            if results[kind]["rows"] != n:
+                raise SystemExit(f"{kind} returned {results[kind]['rows']:,} rows, expected {n:,}")
+        print("measuring ours_phases ...", flush=True)
+        phases = measure("ours_phases", path, base_file, args.repeat)
+        report(args, n, built, results, phases, hudi_version, load_at_start, first=n == args.sizes[0])
+        if args.profile:
+            prof = measure("ours_profile", path, base_file, args.profile)
+            print()
+            print(f"cProfile of one merged read_slice (ours), top {args.profile} by cumulative time:")
+            print(prof["text"])
+        if args.keep:
+            print(f"\ntable kept in {path}")
+        return {"results": results, "phases": phases}
+    except SystemExit as e:
+        if cleanup and isinstance(e.code, str) and "table kept" in e.code:
+            cleanup = None  # keep the table of a failed verification for inspection
+        raise
+    finally:
+        if cleanup:
+            shutil.rmtree(cleanup, ignore_errors=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000, help="base file rows (default 1,000,000)")
-    parser.add_argument("--updates", type=int, default=200_000, help="log updates of distinct existing keys")
+    parser.add_argument("--sizes", default=None, metavar="N1,N2",
+                        help="base file rows of each table, comma-separated; the first is where the ratio targets "
+                             "apply, first to last is the memory scaling (default 1000000,4000000)")
+    parser.add_argument("--rows", type=int, help="one size only: the same as --sizes N")
+    parser.add_argument("--updates", type=int, default=200_000,
+                        help="log updates of distinct existing keys (the same at every size)")
     parser.add_argument("--blocks", type=int, default=4, help="Avro data blocks the updates are split into")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is reported")
     parser.add_argument("--keep", metavar="DIR",
-                        help="build the table in DIR (new or empty) and keep it; a DIR holding a table this script "
-                             "built with the same --rows/--updates/--blocks/--compression is reused as it is")
+                        help="build each size's table in DIR/rows_<N> and keep it; a DIR/rows_<N> holding a table "
+                             "this script built with the same --updates/--blocks/--compression is reused as it is")
     parser.add_argument("--compression", default="gzip", help="base file codec (Hudi's default: gzip)")
     parser.add_argument("--profile", type=int, nargs="?", const=25, default=0, metavar="N",
                         help="also cProfile one merged slice read of ours, top N lines by cumtime (default 25)")
@@ -734,77 +1025,23 @@ def main() -> None:
         sys.stderr.flush()
         os._exit(0)
 
-    args.load_at_start = os.getloadavg()[0]
-    if not 0 <= args.updates <= args.rows or args.rows < 1 or args.blocks < 1 or args.repeat < 1:
-        parser.error("need rows >= 1, 0 <= updates <= rows, blocks >= 1, repeat >= 1")
-    reuse = False
-    if args.keep:
-        root = Path(args.keep).resolve()
-        if root.exists() and any(root.iterdir()):
-            params = kept_table_params(root)
-            wanted = (args.rows, args.updates, args.blocks, args.compression.upper())
-            if params is None:
-                parser.error(f"--keep {root}: directory exists, is not empty and holds no table of this script")
-            if params != wanted:
-                parser.error(f"--keep {root}: holds a table of (rows, updates, blocks, codec) = {params}, "
-                             f"not {wanted}; use another directory")
-            reuse = True
-        root.mkdir(parents=True, exist_ok=True)
-        cleanup = None
-    else:
-        cleanup = tempfile.mkdtemp(prefix="bench_slice_read_")
-        root = Path(cleanup) / TABLE_NAME
-        root.mkdir()
+    if args.rows is not None and args.sizes is not None:
+        parser.error("give --sizes or --rows, not both")
     try:
-        import hudi
-        path = str(root)
-        t0 = time.perf_counter()
-        built = generate(args.rows, args.updates)
-        t_gen = time.perf_counter() - t0
-        if reuse:
-            print(f"reusing the table in {path} (rows generated again in memory for the checks: {t_gen:.1f} s)")
-        else:
-            print(f"building the table in {path} ...", flush=True)
-            t0 = time.perf_counter()
-            write_table(root, built, args.blocks, args.compression)
-            print(f"  generation {t_gen:.1f} s, writing {time.perf_counter() - t0:.1f} s (not measured)")
-        built["base_size"] = (root / built["base_name"]).stat().st_size
-        built["log_size"] = (root / built["log_name"]).stat().st_size
-        print("verifying: ours == hudi-rs == expected state (merged), ours == pyarrow == base (read-optimized) ...",
-              flush=True)
-        t0 = time.perf_counter()
-        try:
-            verify(path, built)
-        except Mismatch as e:
-            raise SystemExit(f"VERIFICATION FAILED, nothing timed: {e}\n(table kept at {path})") from None
-        print(f"  ok: {args.rows:,} rows, all columns equal; {args.updates:,} updated keys carry deltacommit 2's "
-              f"values in both readers ({time.perf_counter() - t0:.1f} s)")
-        del built["base"], built["updates"], built["expected"], built["updated_keys"]
-        base_file = str(root / built["base_name"])
-        results = {}
-        for kind in ["ours_slice", "hudi_slice", "ours_table", "hudi_table", "ours_ro", "ours_ro_slice",
-                     "pyarrow_ro"]:
-            print(f"measuring {kind} ...", flush=True)
-            results[kind] = measure(kind, path, base_file, args.repeat)
-            if results[kind]["rows"] != args.rows:
-                raise SystemExit(f"{kind} returned {results[kind]['rows']:,} rows, expected {args.rows:,}")
-        print("measuring ours_phases ...", flush=True)
-        phases = measure("ours_phases", path, base_file, args.repeat)
-        report(args, built, results, phases, hudi.__version__)
-        if args.profile:
-            prof = measure("ours_profile", path, base_file, args.profile)
-            print()
-            print(f"cProfile of one merged read_slice (ours), top {args.profile} by cumulative time:")
-            print(prof["text"])
-        if args.keep:
-            print(f"\ntable kept in {path}")
-    except SystemExit as e:
-        if cleanup and isinstance(e.code, str) and "table kept" in e.code:
-            cleanup = None  # keep the table of a failed verification for inspection
-        raise
-    finally:
-        if cleanup:
-            shutil.rmtree(cleanup, ignore_errors=True)
+        args.sizes = ([args.rows] if args.rows is not None
+                      else [int(x) for x in args.sizes.split(",")] if args.sizes else list(DEFAULT_SIZES))
+    except ValueError:
+        parser.error(f"--sizes: comma-separated row counts, not {args.sizes!r}")
+    if (any(n < 1 or args.updates > n for n in args.sizes) or len(set(args.sizes)) != len(args.sizes)
+            or args.updates < 0 or args.blocks < 1 or args.repeat < 1):
+        parser.error("need distinct sizes >= 1, 0 <= updates <= every size, blocks >= 1, repeat >= 1")
+    if args.keep:
+        for n in args.sizes:  # refuse a wrong --keep DIR before spending minutes on the first size
+            table_dir(args, n, parser)
+    import hudi
+
+    runs = {n: run_size(args, n, hudi.__version__, parser) for n in args.sizes}
+    final_report(args, args.sizes, runs)
 
 
 if __name__ == "__main__":

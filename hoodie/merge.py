@@ -212,75 +212,120 @@ def fold_log_records(log: LogRecords, rules: MergeRules) -> Folded:
 def merge_with_base(base: pa.Table | None, base_keys: pa.Array | None, base_ordering: list[pa.Array] | None,
                     log: LogRecords | None, rules: MergeRules,
                     with_deletes: bool = False) -> tuple[pa.Table, pa.Table | None]:
-    """Final merge: base rows the log left alone (file order), then updated rows (file order of the base rows
-    they replace), then log-only inserts (first-seen order); deleted base rows are dropped.
+    """Final merge of a whole base file: :class:`BaseMerge` with the base as its one piece, then the log-only rows.
 
-    Only the first base row of a key is merged (Hudi consumes the key's log record); later duplicates of the
-    key in the base file are returned as they are, as Spark + Hudi do. With ``with_deletes``, also the deleted
-    keys: their last known values (the base row, else the delete record) carrying the delete's commit time.
+    Order: base rows the log left alone (file order), then updated rows (file order of the base rows they
+    replace), then log-only inserts (first-seen order); deleted base rows are dropped. With ``with_deletes``,
+    also the deleted keys (see :meth:`BaseMerge.piece`).
     """
     if log is None or len(log) == 0:
         rows = base if base is not None else pa.table({})
         return rows, (rows.slice(0, 0) if with_deletes else None)
-    folded = fold_log_records(log, rules)
-    nb = base.num_rows if base is not None else 0
-    matched_rows, slot = np.array([], np.int64), np.array([], np.int64)
-    if nb:
-        found = pc.index_in(base_keys, value_set=folded.keys)
-        candidates = np.flatnonzero(_valid(found))
-        slots = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)[candidates]
-        # a key repeated in the base file merges with its first row only (candidates are in row order)
-        first = np.sort(np.unique(slots, return_index=True)[1])
-        matched_rows, slot = candidates[first], slots[first]
-    rec = folded.winner[slot]
-    log_wins = _log_wins(rules, log, rec, base_ordering, matched_rows)
-    # per base row: -1 keep the base row, -2 drop it, >= 0 the log record replacing it
-    choice = np.full(nb, -1, dtype=np.int64)
-    choice[matched_rows] = np.where(log_wins, np.where(log.is_delete[rec], -2, rec), -1)
-    consumed = np.zeros(len(folded.winner), dtype=bool)
-    consumed[slot] = True
-    inserts = np.flatnonzero(~consumed & ~log.is_delete[folded.winner])
-    inserts = inserts[np.argsort(folded.first_seen[inserts], kind="stable")]
-    kept = np.flatnonzero(choice == -1)
-    replaced = np.flatnonzero(choice >= 0)
-    from_log = np.r_[choice[replaced], folded.winner[inserts]].astype(np.int64)
-    # base and log stay two chunks: a concatenated copy would be one more full pass over the base rows
-    combined = pa.concat_tables([base, log.table]) if base is not None else log.table
-    deleted = _deleted_rows(combined, nb, choice, matched_rows, rec, log, folded, consumed) if with_deletes else None
-    if not folded.column_source:
-        # untouched base rows are a filter (no copy at all when the log touched none), the rest one take
-        changed = log.table.take(pa.array(from_log, type=pa.int64()))
-        if base is None:
-            return changed, deleted
-        untouched = base if len(kept) == nb else base.filter(pa.array(choice == -1))
-        return pa.concat_tables([untouched, changed]), deleted
-    # partial updates: each column takes its own source record; a column no version carried keeps the base row
-    row_src = np.r_[kept, nb + from_log].astype(np.int64)
-    base_row = np.r_[kept, replaced, np.full(len(inserts), -1)].astype(np.int64)
-    slot_of_record = np.full(len(log), -1, dtype=np.int64)
-    slot_of_record[folded.winner] = np.arange(len(folded.winner))
-    is_log = row_src >= nb
-    combined = combined.combine_chunks()  # ``take`` per column over one chunk
-    columns = []
-    for name in combined.column_names:
-        src = row_src.copy()
-        if name in folded.column_source:
-            cand = folded.column_source[name][slot_of_record[row_src[is_log] - nb]]
-            missing = log.absent[name][cand] & ~log.is_delete[cand] & (base_row[is_log] >= 0)
-            src[is_log] = np.where(missing, base_row[is_log], nb + cand)
-        columns.append(combined.column(name).take(pa.array(src, type=pa.int64())))
-    return pa.Table.from_arrays(columns, schema=combined.schema), deleted
+    merge = BaseMerge(log, rules)
+    parts = [merge.piece(base, base_keys, base_ordering, with_deletes)] if base is not None else []
+    parts.append(merge.tail(with_deletes))
+    rows = pa.concat_tables([r for r, _ in parts]) if len(parts) > 1 else parts[0][0]
+    if not with_deletes:
+        return rows, None
+    return rows, pa.concat_tables([d for _, d in parts if d is not None])
 
 
-def _deleted_rows(combined: pa.Table, nb: int, choice: np.ndarray, matched_rows: np.ndarray, rec: np.ndarray,
-                  log: LogRecords, folded: Folded, consumed: np.ndarray) -> pa.Table:
-    """Deleted keys with their last known values and the commit time of the delete."""
-    dropped_at = choice[matched_rows] == -2
-    dropped = matched_rows[dropped_at]
-    base_rows = combined.take(pa.array(dropped, type=pa.int64()))
-    log_only = folded.winner[~consumed & log.is_delete[folded.winner]]
-    deleting = np.r_[rec[dropped_at], log_only].astype(np.int64)
-    rows = pa.concat_tables([base_rows, combined.take(pa.array(nb + log_only, type=pa.int64()))])
+class BaseMerge:
+    """The final merge of one file slice's folded log records onto its base file, one piece of the base at a time.
+
+    A slice reader hands the base file over in pieces (bounded memory whatever the file's size) and then asks
+    for the tail, the log records no base row consumed. The log is folded once; ``consumed`` remembers which
+    keys a base row has merged with already, because only the first base row of a key merges (Hudi consumes the
+    key's log record) and what no base row consumed is a log-only insert or delete.
+    """
+
+    def __init__(self, log: LogRecords, rules: MergeRules):
+        self.log, self.rules = log, rules
+        self.folded = fold_log_records(log, rules)
+        self.consumed = np.zeros(len(self.folded.winner), dtype=bool)
+
+    def piece(self, base: pa.Table, base_keys: pa.Array | None, base_ordering: list[pa.Array] | None,
+              with_deletes: bool = False) -> tuple[pa.Table, pa.Table | None]:
+        """The piece's base rows the log left alone (file order), then its updated rows (file order); deleted
+        rows are dropped. With ``with_deletes``, also the piece's deleted rows, with the delete's commit time.
+
+        Later duplicates of a key in the base file are returned as they are, as Spark + Hudi do.
+        """
+        log, folded = self.log, self.folded
+        nb = base.num_rows
+        matched_rows, slot = np.array([], np.int64), np.array([], np.int64)
+        if nb and len(folded.winner):
+            assert base_keys is not None
+            found = pc.index_in(base_keys, value_set=folded.keys)
+            candidates = np.flatnonzero(_valid(found))
+            slots = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)[candidates]
+            # a key repeated in the base file merges with its first row only (candidates are in row order)
+            first = np.sort(np.unique(slots, return_index=True)[1])
+            matched_rows, slot = candidates[first], slots[first]
+            fresh = ~self.consumed[slot]  # merged with a row of an earlier piece already
+            matched_rows, slot = matched_rows[fresh], slot[fresh]
+        self.consumed[slot] = True
+        rec = folded.winner[slot]
+        log_wins = _log_wins(self.rules, log, rec, base_ordering, matched_rows)
+        # per base row: -1 keep the base row, -2 drop it, >= 0 the log record replacing it
+        choice = np.full(nb, -1, dtype=np.int64)
+        choice[matched_rows] = np.where(log_wins, np.where(log.is_delete[rec], -2, rec), -1)
+        replaced = np.flatnonzero(choice >= 0)
+        rows = self._rows(base, choice == -1, choice[replaced], replaced)
+        if not with_deletes:
+            return rows, None
+        dropped_at = choice[matched_rows] == -2
+        return rows, _at_commits(base.take(pa.array(matched_rows[dropped_at], type=pa.int64())), log,
+                                 rec[dropped_at])
+
+    def tail(self, with_deletes: bool = False) -> tuple[pa.Table, pa.Table | None]:
+        """After the last piece: the log-only inserts (first-seen order) and, with ``with_deletes``, the
+        log-only deletes (their delete records)."""
+        log, folded = self.log, self.folded
+        inserts = np.flatnonzero(~self.consumed & ~log.is_delete[folded.winner])
+        inserts = inserts[np.argsort(folded.first_seen[inserts], kind="stable")]
+        from_log = folded.winner[inserts].astype(np.int64)
+        rows = self._rows(None, np.zeros(0, dtype=bool), from_log, np.full(len(from_log), -1, dtype=np.int64))
+        if not with_deletes:
+            return rows, None
+        log_only = folded.winner[~self.consumed & log.is_delete[folded.winner]].astype(np.int64)
+        return rows, _at_commits(log.table.take(pa.array(log_only, type=pa.int64())), log, log_only)
+
+    def _rows(self, base: pa.Table | None, keep: np.ndarray, from_log: np.ndarray,
+              replaces: np.ndarray) -> pa.Table:
+        """Base rows where ``keep``, then log records ``from_log``, the one at ``i`` replacing base row
+        ``replaces[i]`` (-1: an insert)."""
+        log, folded = self.log, self.folded
+        nb = base.num_rows if base is not None else 0
+        if not folded.column_source:
+            # untouched base rows are a filter (no copy at all when the log touched none), the rest one take
+            changed = log.table.take(pa.array(from_log, type=pa.int64()))
+            if base is None:
+                return changed
+            untouched = base if keep.all() else base.filter(pa.array(keep))
+            return pa.concat_tables([untouched, changed])
+        # partial updates: each column takes its own source record; a column no version carried keeps the base row
+        kept = np.flatnonzero(keep)
+        row_src = np.r_[kept, nb + from_log].astype(np.int64)
+        base_row = np.r_[kept, replaces].astype(np.int64)
+        slot_of_record = np.full(len(log), -1, dtype=np.int64)
+        slot_of_record[folded.winner] = np.arange(len(folded.winner))
+        is_log = row_src >= nb
+        # ``take`` per column over one chunk
+        combined = (pa.concat_tables([base, log.table]) if base is not None else log.table).combine_chunks()
+        columns = []
+        for name in combined.column_names:
+            src = row_src.copy()
+            if name in folded.column_source:
+                cand = folded.column_source[name][slot_of_record[row_src[is_log] - nb]]
+                missing = log.absent[name][cand] & ~log.is_delete[cand] & (base_row[is_log] >= 0)
+                src[is_log] = np.where(missing, base_row[is_log], nb + cand)
+            columns.append(combined.column(name).take(pa.array(src, type=pa.int64())))
+        return pa.Table.from_arrays(columns, schema=combined.schema)
+
+
+def _at_commits(rows: pa.Table, log: LogRecords, deleting: np.ndarray) -> pa.Table:
+    """Deleted rows with the commit time of the log records ``deleting`` them."""
     if "_hoodie_commit_time" in rows.column_names:
         idx = rows.schema.get_field_index("_hoodie_commit_time")
         times = log.table.column("_hoodie_commit_time").take(pa.array(deleting, type=pa.int64()))

@@ -2,15 +2,17 @@
 
 The modes are the ones Hudi's readers offer (Flink's ``MergeOnReadInputFormat``): base only (read-optimized),
 log only (no base file), skip-merge (base rows then every log record, unmerged) and payload-combine (the
-real merge). The output order of a slice is deterministic — base rows the log left alone in file order, then
-the updated rows in file order, then log-only inserts in log order — because the streaming consumer resumes a
-slice by skipping the first N rows it delivered.
+real merge). The base file is read and merged in pieces of a fixed number of rows (:func:`slice_pieces`), so a
+read holds one piece of it, not the whole file. The output order of a slice is deterministic — per piece, the
+base rows the log left alone in file order, then the updated rows in file order; then log-only inserts in log
+order — because the streaming consumer resumes a slice by skipping the first N rows it delivered.
 """
 from __future__ import annotations
 
 import datetime as dt
 import enum
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +24,7 @@ from .config import OVERWRITE_WITH_LATEST, TableConfig
 from .fs_view import FileSlice
 from .logfile.blocks import decode_data_block, decode_delete_block
 from .logfile.format import BlockType, HeaderKey, LogBlock
-from .merge import LogRecords, MergeRules, commit_time_deletes, merge_with_base
+from .merge import BaseMerge, LogRecords, MergeRules, commit_time_deletes, merge_with_base
 from .scanner import InstantRange, ScanStats, scan_blocks
 from .spill import DEFAULT_BUDGET_BYTES, SpillBuffer
 from .table import COMMIT_TIME, IS_DELETED, OPERATION, RECORD_KEY, HudiTable
@@ -84,6 +86,22 @@ class SliceRead:
         return [t.column(f).combine_chunks() for f in self.table.config.ordering_fields if f in t.column_names]
 
 
+#: base rows merged at a time. A slice read holds about one piece of its base file (plus its log records), not
+#: the whole file; the pieces are cut at fixed row numbers of the file, so a slice's row order never depends on how
+#: Arrow batches a read. Changing it changes that order: bump the stream's offset version (streaming.driver).
+PIECE_ROWS = 131_072
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One piece of a slice read: its rows, deleted rows (``with_deletes``) and the earlier state of the keys it
+    changed (``before``), each None when not asked for."""
+
+    rows: pa.Table
+    deleted: pa.Table | None
+    before: pa.Table | None
+
+
 def read_slice(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None) -> pa.Table:
     """The rows of one file slice under ``req``, in deterministic order, with ``req.schema`` exactly."""
     return read_slice_changes(req, fs, stats, with_deletes=False)[0]
@@ -92,70 +110,114 @@ def read_slice(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None) ->
 def read_slice_changes(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None,
                        with_deletes: bool = True) -> tuple[pa.Table, pa.Table | None]:
     """Rows of the slice and, with ``with_deletes``, the keys deleted in range with their last known values."""
-    rows, deleted, _ = _read(req, fs, stats, with_deletes, before=None)
-    return rows, deleted
+    return _whole(req, slice_pieces(req, fs, stats, with_deletes), with_deletes)
 
 
-def read_slice_and_before(req: SliceRead, fs: FileSlice,
-                          with_deletes: bool = True) -> tuple[pa.Table, pa.Table | None, pa.Table]:
-    """:func:`read_slice_changes` plus the earlier state of the keys the range changed: the slice as it was
-    before the range's instants (its base file merged with the log blocks of every other instant), restricted
-    to those keys, from the same base rows and decoded blocks.
+def _whole(req: SliceRead, pieces: Iterator[Piece], with_deletes: bool) -> tuple[pa.Table, pa.Table | None]:
+    """The pieces of a slice read joined: rows, and deleted rows when asked for."""
+    got = list(pieces)
 
-    Only for table v8+ incremental reads, which merge every block up to the upper bound anyway (v6 reads decode
-    just the range's blocks), and for slices whose base file the range did not write.
+    def joined(parts: list[pa.Table | None]) -> pa.Table:
+        tables = [t for t in parts if t is not None]
+        return pa.concat_tables(tables) if tables else req.schema.empty_table()
+    return joined([p.rows for p in got]), (joined([p.deleted for p in got]) if with_deletes else None)
+
+
+def slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None, with_deletes: bool = False,
+                 with_before: bool = False) -> Iterator[Piece]:
+    """A slice read a piece at a time: one piece per :data:`PIECE_ROWS` base rows (file order), then one for
+    the log records no base row consumed. Concatenated, the pieces are the slice's rows in its fixed order.
+
+    Only the base file is read piece by piece; the log records are read first, whole (the spill buffer bounds
+    them). ``with_before`` (table v8+ incremental reads of an explicit set of instants, whose range did not
+    write the base file) adds the earlier state of the keys each piece changed: the slice as it was before the
+    range's instants (base rows merged with the log blocks of every other instant), restricted to those keys,
+    from the same base rows and decoded blocks — v6 reads decode just the range's blocks, so they cannot.
     """
-    if req.table.config.version < 8 or req.instant_range is None or req.instant_range.instants is None:
-        raise ValueError("read_slice_and_before needs a table v8+ read of an explicit set of instants")
-    return _read(req, fs, None, with_deletes, before=req.instant_range.instants)
-
-
-def _read(req: SliceRead, fs: FileSlice, stats: ScanStats | None, with_deletes: bool,
-          before: frozenset[str] | None) -> tuple[pa.Table, pa.Table | None, pa.Table | None]:
-    """Rows, deleted rows and, when ``before`` names the range's instants, the earlier state of the changed keys
-    (see :func:`read_slice_and_before`)."""
-    storage = req.table.storage
+    before = None
+    if with_before:
+        if req.table.config.version < 8 or req.instant_range is None or req.instant_range.instants is None:
+            raise ValueError("the earlier state needs a table v8+ read of an explicit set of instants")
+        before = req.instant_range.instants
     empty = req.schema.empty_table()
-    base = None
-    if fs.base_file is not None:
-        pf = storage.parquet_file(fs.base_file.path)
-        present = [c for c in req.schema.names if c in pf.schema_arrow.names]
-        base = align(pf.read(columns=present), req.schema)
+    none_deleted = empty if with_deletes else None
     if req.read_optimized or not fs.log_files:
-        rows = base if base is not None else empty
-        return _filter_range(req, rows), (empty if with_deletes else None), (rows if before is not None else None)
+        for base in _base_pieces(req, fs):
+            rows = _filter_range(req, base)
+            yield Piece(rows, none_deleted, rows if before is not None else None)
+        return
     cfg = req.table.config
     is_committed = req.table.is_committed if cfg.version < 8 else None
-    blocks = scan_blocks(storage, [(lf.path, lf.size) for lf in fs.log_files], req.max_instant, is_committed,
-                         req.instant_range if cfg.version < 8 else None, stats, req.without_instants)
+    blocks = scan_blocks(req.table.storage, [(lf.path, lf.size) for lf in fs.log_files], req.max_instant,
+                         is_committed, req.instant_range if cfg.version < 8 else None, stats, req.without_instants)
     log = _log_records(req, blocks, stats)
     rules = merge_rules(cfg)
+    merge = BaseMerge(log, rules) if log is not None and req.merge_type is MergeType.PAYLOAD_COMBINE else None
 
-    def combine(base: pa.Table | None, records: LogRecords | None,
-                deletes: bool) -> tuple[pa.Table, pa.Table | None]:
+    def combine(base: pa.Table | None, records: LogRecords | None) -> pa.Table:
+        """The merged rows of ``base`` and ``records`` (one merge on its own: the earlier state)."""
         if req.merge_type is MergeType.SKIP_MERGE:
-            parts = [t for t in (base, records.table.filter(pa.array(~records.is_delete)) if records else None)
-                     if t is not None]
-            return (pa.concat_tables(parts) if parts else empty), (empty if deletes else None)
+            parts = [t for t in (base, _upserts(records)) if t is not None]
+            return pa.concat_tables(parts) if parts else empty
         if records is None:
-            return (base if base is not None else empty), (empty if deletes else None)
+            return base if base is not None else empty
         return merge_with_base(base, req.key_array(base) if base is not None else None,
-                               req.ordering_arrays(base) if base is not None else None, records, rules, deletes)
+                               req.ordering_arrays(base) if base is not None else None, records, rules)[0]
 
-    out, deleted = combine(base, log, with_deletes)
-    out, deleted = _filter_range(req, out), (_filter_range(req, deleted) if deleted is not None else None)
-    if before is None:
-        return out, deleted, None
-    # the earlier state of just the keys the range changed: base rows and older records of those keys
-    changed = pa.concat_arrays([req.key_array(t) for t in (out, deleted) if t is not None and t.num_rows]
-                               or [pa.array([], pa.string())])
-    prior_base = base.filter(pc.is_in(req.key_array(base), value_set=changed)) if base is not None else None
-    earlier = None
-    if log is not None:
-        assert log.instants is not None  # _log_records records the instant of every block
-        keep = ~np.isin(log.instants, list(before))
-        earlier = log.where(keep & pc.is_in(log.keys, value_set=changed).to_numpy(zero_copy_only=False))
-    return out, deleted, combine(prior_base, earlier, False)[0]
+    def finish(base: pa.Table | None, out: pa.Table, deleted: pa.Table | None) -> Piece:
+        out, deleted = _filter_range(req, out), (_filter_range(req, deleted) if deleted is not None else None)
+        if before is None:
+            return Piece(out, deleted, None)
+        # the earlier state of just the keys the piece changed: base rows and older records of those keys
+        changed = pa.concat_arrays([req.key_array(t) for t in (out, deleted) if t is not None and t.num_rows]
+                                   or [pa.array([], pa.string())])
+        prior_base = base.filter(pc.is_in(req.key_array(base), value_set=changed)) if base is not None else None
+        earlier = None
+        if log is not None and len(changed):
+            assert log.instants is not None  # _log_records records the instant of every block
+            keep = ~np.isin(log.instants, list(before))
+            earlier = log.where(keep & pc.is_in(log.keys, value_set=changed).to_numpy(zero_copy_only=False))
+        return Piece(out, deleted, combine(prior_base, earlier))
+
+    for base in _base_pieces(req, fs):
+        if merge is None:
+            yield finish(base, base, none_deleted)
+        else:
+            out, deleted = merge.piece(base, req.key_array(base), req.ordering_arrays(base), with_deletes)
+            yield finish(base, out, deleted)
+    if merge is not None:
+        yield finish(None, *merge.tail(with_deletes))
+    elif log is not None:  # skip-merge: every log record after the base rows, unmerged
+        yield finish(None, _upserts(log) or empty, none_deleted)
+
+
+def _upserts(records: LogRecords | None) -> pa.Table | None:
+    """The log records that are not deletes, in log order (a skip-merge read's log part)."""
+    return records.table.filter(pa.array(~records.is_delete)) if records is not None else None
+
+
+def _base_pieces(req: SliceRead, fs: FileSlice) -> Iterator[pa.Table]:
+    """The base file's rows (``req.schema``'s columns) in pieces of exactly :data:`PIECE_ROWS` rows, the last
+    one shorter; nothing for a slice without a base file."""
+    if fs.base_file is None:
+        return
+    pf = req.table.storage.parquet_file(fs.base_file.path)
+    present = [c for c in req.schema.names if c in pf.schema_arrow.names]
+    if not present:  # nothing to read but the row count
+        yield align(pf.read(columns=[]), req.schema)
+        return
+    held: list[pa.RecordBatch] = []
+    n = 0
+    for batch in pf.iter_batches(batch_size=PIECE_ROWS, columns=present):
+        held.append(batch)
+        n += batch.num_rows
+        while n >= PIECE_ROWS:
+            rows = pa.Table.from_batches(held)
+            yield align(rows.slice(0, PIECE_ROWS), req.schema)
+            rest = rows.slice(PIECE_ROWS)
+            held, n = rest.to_batches(), rest.num_rows
+    if n:
+        yield align(pa.Table.from_batches(held), req.schema)
 
 
 def _filter_range(req: SliceRead, t: pa.Table) -> pa.Table:

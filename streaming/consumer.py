@@ -22,7 +22,7 @@ from ..hoodie.fs_view import BaseFile, FileSlice, LogFile
 from ..hoodie.logfile.format import parse_log_file_name
 from ..hoodie.read import read_schema
 from ..hoodie.scanner import InstantRange
-from ..hoodie.slice_reader import MergeType, SliceRead, align, read_slice_and_before, read_slice_changes
+from ..hoodie.slice_reader import MergeType, SliceRead, align, read_slice_changes, slice_pieces
 from ..hoodie.table import COMMIT_TIME, RECORD_KEY, HudiTable
 from ..monitor.split import PriorSlice, Split
 from .options import Deletes
@@ -126,9 +126,18 @@ def read_columns(table: HudiTable, schema: pa.Schema) -> pa.Schema:
 def split_changes(table: HudiTable, split: Split, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
                   changelog: bool = False, merge_type: str = "payload_combine",
                   fail_on_data_loss: bool = True) -> pa.Table:
-    """Every change a split delivers (``columns`` read, see :func:`read_columns`), in a fixed order:
-    pre-images, upserts, then deletes — or, when ``deletes`` is FAIL and the split deleted rows, a
-    :class:`DeleteError` naming the instant (deletes are found unless they are ignored).
+    """Every change a split delivers, whole: :func:`change_pieces` joined."""
+    pieces = list(change_pieces(table, split, schema, columns, deletes, changelog, merge_type, fail_on_data_loss))
+    return pa.concat_tables(pieces) if pieces else schema.empty_table()
+
+
+def change_pieces(table: HudiTable, split: Split, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
+                  changelog: bool = False, merge_type: str = "payload_combine",
+                  fail_on_data_loss: bool = True) -> Iterator[pa.Table]:
+    """Every change a split delivers (``columns`` read, see :func:`read_columns`), in a fixed order, one piece of
+    the slice read at a time (``hoodie.slice_reader.slice_pieces``: a task holds one piece of the base file, not
+    the file): per piece pre-images, upserts, then deletes — or, when ``deletes`` is FAIL and the piece deleted
+    rows, a :class:`DeleteError` naming the instant (deletes are found unless they are ignored).
 
     A row is an update when its key was in the file group before the range, an insert otherwise; pre-images
     and the values of deleted keys come from that earlier state (see :func:`_state_before`).
@@ -137,35 +146,38 @@ def split_changes(table: HudiTable, split: Split, schema: pa.Schema, columns: pa
     split = _usable_prior(table, split, fail_on_data_loss and (deletes is Deletes.EMIT or changelog))
     find_deletes = deletes is not Deletes.IGNORE  # to deliver them, or to stop on them
     if split.replaced_by is not None:
-        if not find_deletes:
-            return schema.empty_table()
-        return _checked(table, split, _replaced_rows(table, split, split.replaced_by, columns, schema), deletes)
+        if find_deletes:
+            for piece in slice_pieces(SliceRead(table, columns, split.max_instant), file_slice(split)):
+                rows = _with_kind(_at_instant(piece.rows, split.replaced_by), DELETE, schema)
+                yield _checked(table, split, rows, deletes)
+        return
     rng = InstantRange(instants=frozenset(split.instants)) if split.instants is not None else None
     req = SliceRead(table, columns, split.max_instant, rng, MergeType(merge_type))
     keys_only = read_schema(table, columns, [RECORD_KEY], incremental=True)
     # a rewritten base file drops deleted keys without a trace: they are found against the prior slice
     rewrite_deletes = find_deletes and split.prior is not None
-    rows, deleted, before = _changes_and_earlier_state(split, req, keys_only, find_deletes, changelog,
-                                                       rewrite_deletes)
-    has_deletes = deleted is not None and deleted.num_rows > 0
-    parts = []
-    if before is None:
-        parts.append(_with_kind(rows, INSERT, schema))
-    else:
-        before_keys = req.key_array(before)
-        existed = pc.is_in(req.key_array(rows), value_set=before_keys)
-        if changelog:
-            parts.append(_with_kind(_pre_images(req, rows.filter(existed), before, before_keys), UPDATE_PRE, schema))
-        parts.append(_with_kind(rows, pc.if_else(existed, UPDATE_POST, INSERT), schema))
+    for rows, deleted, before in _changes_and_earlier_state(split, req, keys_only, find_deletes, changelog,
+                                                            rewrite_deletes):
+        parts = []
+        has_deletes = deleted is not None and deleted.num_rows > 0
+        if before is None:
+            parts.append(_with_kind(rows, INSERT, schema))
+        else:
+            before_keys = req.key_array(before)
+            existed = pc.is_in(req.key_array(rows), value_set=before_keys)
+            if changelog:
+                parts.append(_with_kind(_pre_images(req, rows.filter(existed), before, before_keys), UPDATE_PRE,
+                                        schema))
+            parts.append(_with_kind(rows, pc.if_else(existed, UPDATE_POST, INSERT), schema))
+            if has_deletes:
+                deleted = _last_known(req, deleted, before)
+            if rewrite_deletes:
+                gone = _dropped_by_rewrite(split, replace(req, schema=keys_only), before, before_keys)
+                deleted = pa.concat_tables([deleted, gone]) if has_deletes else gone
+                has_deletes = deleted.num_rows > 0
         if has_deletes:
-            deleted = _last_known(req, deleted, before)
-        if rewrite_deletes:
-            gone = _dropped_by_rewrite(split, replace(req, schema=keys_only), before, before_keys)
-            deleted = pa.concat_tables([deleted, gone]) if has_deletes else gone
-            has_deletes = deleted.num_rows > 0
-    if has_deletes:
-        parts.append(_with_kind(deleted, DELETE, schema))
-    return _checked(table, split, pa.concat_tables(parts), deletes)
+            parts.append(_with_kind(deleted, DELETE, schema))
+        yield _checked(table, split, pa.concat_tables(parts), deletes)
 
 
 def _checked(table: HudiTable, split: Split, changes: pa.Table, deletes: Deletes) -> pa.Table:
@@ -202,27 +214,39 @@ def _at_instant(rows: pa.Table, instant: str) -> pa.Table:
 
 
 def _changes_and_earlier_state(split: Split, req: SliceRead, keys_only: pa.Schema, find_deletes: bool,
-                               changelog: bool, rewrite_deletes: bool) -> tuple[pa.Table, pa.Table | None,
-                                                                                pa.Table | None]:
-    """The range's rows, its deletes, and the file group's earlier state (None when nothing came before).
+                               changelog: bool, rewrite_deletes: bool
+                               ) -> Iterator[tuple[pa.Table, pa.Table | None, pa.Table | None]]:
+    """The range's rows, its deletes, and the file group's earlier state (None when nothing came before), in
+    pieces where the read allows it.
 
-    v8+ incremental reads decode every block of the slice anyway, so the earlier state comes from the same pass.
-    Otherwise it is a second read, made only when the range changed something or its rewrite may hide deletes,
-    and of the keys alone unless values are delivered (pre-images, deleted rows).
+    v8+ incremental reads decode every block of the slice anyway, so the earlier state comes from the same pass,
+    piece by piece; so do snapshot splits (nothing came before). Otherwise (table v6, or a range that wrote the
+    base file) the range's rows — no more than the range wrote — are read whole, then the earlier state in a
+    second read, made only when the range changed something or its rewrite may hide deletes, restricted to the
+    keys it changed unless the rewrite's deletes need every key, and of the keys alone unless values are
+    delivered (pre-images, deleted rows).
     """
-    if split.instants is not None and req.table.config.version >= 8 and not _rewrote_base(split):
-        return read_slice_and_before(req, file_slice(split), with_deletes=find_deletes)
-    rows, deleted = read_slice_changes(req, file_slice(split), with_deletes=find_deletes)
+    fs = file_slice(split)
+    if split.instants is None or (req.table.config.version >= 8 and not _rewrote_base(split)):
+        assert not rewrite_deletes  # a prior slice comes only with a range that wrote the base file
+        for p in slice_pieces(req, fs, with_deletes=find_deletes, with_before=split.instants is not None):
+            yield p.rows, p.deleted, p.before
+        return
+    rows, deleted = read_slice_changes(req, fs, with_deletes=find_deletes)
     has_deletes = deleted is not None and deleted.num_rows > 0
     if not (rows.num_rows or has_deletes or rewrite_deletes):
-        return rows, deleted, None
+        yield rows, deleted, None
+        return
     values = changelog or has_deletes or rewrite_deletes
-    return rows, deleted, _state_before(split, req if values else replace(req, schema=keys_only))
+    changed = None if rewrite_deletes else pa.concat_arrays(
+        [req.key_array(t) for t in (rows, deleted) if t is not None and t.num_rows] or [pa.array([], pa.string())])
+    yield rows, deleted, _state_before(split, req if values else replace(req, schema=keys_only), changed)
 
 
-def _state_before(split: Split, req: SliceRead) -> pa.Table | None:
-    """The file group as it was just before the split's range: its base file, unless the range wrote it, merged
-    with the log blocks of instants outside the range (all older: the range holds the newest instants).
+def _state_before(split: Split, req: SliceRead, only: pa.Array | None) -> pa.Table | None:
+    """The file group as it was just before the split's range, read a piece at a time and kept only for the keys
+    ``only`` (all when None): its base file, unless the range wrote it, merged with the log blocks of instants
+    outside the range (all older: the range holds the newest instants).
 
     When the range wrote a new base file, the state before is the split's prior slice (the planner names it:
     copy-on-write updates, inserts into small files), or nothing for a new file group. None for a snapshot
@@ -234,11 +258,14 @@ def _state_before(split: Split, req: SliceRead) -> pa.Table | None:
         if split.prior is None:
             return None
         before = SliceRead(req.table, req.schema, split.prior.max_instant, None, req.merge_type)
-        return read_slice_changes(before, file_slice(split.prior, split.partition, split.file_id),
-                                  with_deletes=False)[0]
-    before = SliceRead(req.table, req.schema, split.max_instant, None, req.merge_type,
-                       without_instants=frozenset(split.instants))
-    return read_slice_changes(before, file_slice(split), with_deletes=False)[0]
+        fs = file_slice(split.prior, split.partition, split.file_id)
+    else:
+        before = SliceRead(req.table, req.schema, split.max_instant, None, req.merge_type,
+                           without_instants=frozenset(split.instants))
+        fs = file_slice(split)
+    parts = [p.rows if only is None else p.rows.filter(pc.is_in(req.key_array(p.rows), value_set=only))
+             for p in slice_pieces(before, fs)]
+    return pa.concat_tables(parts) if parts else req.schema.empty_table()
 
 
 def _pre_images(req: SliceRead, updated: pa.Table, before: pa.Table, before_keys: pa.Array) -> pa.Table:
@@ -269,15 +296,6 @@ def _at_commit_of(rows: pa.Table, changes: pa.Table, change_of_row: pa.Array | N
     return rows.set_column(idx, rows.schema.field(idx), times if change_of_row is None else times.take(change_of_row))
 
 
-def _replaced_rows(table: HudiTable, split: Split, replaced_by: str, read_schema: pa.Schema,
-                   schema: pa.Schema) -> pa.Table:
-    """Every row of a file group an insert overwrite replaced, as a delete at the replacing instant
-    (``replaced_by``, the split's)."""
-    rows = read_slice_changes(SliceRead(table, read_schema, split.max_instant), file_slice(split),
-                              with_deletes=False)[0]
-    return _with_kind(_at_instant(rows, replaced_by), DELETE, schema)
-
-
 def _with_kind(rows: pa.Table, kinds: str | pa.Array, schema: pa.Schema) -> pa.Table:
     """``rows`` aligned to ``schema`` with their change type: one for all, or one per row."""
     if isinstance(kinds, str):
@@ -288,14 +306,18 @@ def _with_kind(rows: pa.Table, kinds: str | pa.Array, schema: pa.Schema) -> pa.T
 def consume(table: HudiTable, ranges: list[SplitRange], schema: pa.Schema, columns: pa.Schema, target: pa.Schema,
             *, deletes: Deletes, changelog: bool, merge_type: str, mini_batch: int,
             fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
-    """Record batches of at most ``mini_batch`` rows for each range, in order, cast to ``target``."""
+    """Record batches of at most ``mini_batch`` rows for each range, in order, cast to ``target``, handed on as
+    each piece of the split is read (a range that ends early stops reading there)."""
     for r in ranges:
-        changes = split_changes(table, r.split, schema, columns, deletes, changelog, merge_type,
-                                fail_on_data_loss)
-        stop = changes.num_rows if r.stop is None else min(r.stop, changes.num_rows)
-        if r.skip >= stop:
-            continue
-        part = changes.slice(r.skip, stop - r.skip)
-        for batch in part.to_batches(max_chunksize=mini_batch):
-            yield batch.cast(target) if batch.schema != target else batch
-            fault_point("consumer.read")
+        pos = 0
+        for changes in change_pieces(table, r.split, schema, columns, deletes, changelog, merge_type,
+                                     fail_on_data_loss):
+            end = pos + changes.num_rows
+            lo, hi = max(r.skip, pos), (end if r.stop is None else min(r.stop, end))
+            if lo < hi:
+                for batch in changes.slice(lo - pos, hi - lo).to_batches(max_chunksize=mini_batch):
+                    yield batch.cast(target) if batch.schema != target else batch
+                    fault_point("consumer.read")
+            pos = end
+            if r.stop is not None and pos >= r.stop:
+                break

@@ -6,12 +6,14 @@ metrics — is one idea that tests can drive without a Spark session. It imports
 ``source.py`` turns Spark's ``ReadLimit`` into a :class:`BatchLimit` and wraps each task's input in its
 ``InputPartition``.
 
-Offsets are ``{"rec": r, "seq": s, "sid": id, "v": 2}``: every split with a lower sequence number is
-delivered, and split ``s`` up to record ``r``. ``v`` names the order of a split's rows that ``r`` counts in (2:
-untouched base rows, updated rows, log-only inserts); an offset inside a split in another order is refused,
-never misread. ``sid`` names the stream whose state planned the splits. The split queue itself lives in the
-state files (``state/``), written before ``latest_offset`` returns an offset that refers to it, because after a
-crash Spark calls ``partitions(start, end)`` for the uncommitted batch in a new process before anything else.
+Offsets are ``{"rec": r, "seq": s, "sid": id, "v": 3}``: every split with a lower sequence number is
+delivered, and split ``s`` up to record ``r``. ``v`` names the order of a split's rows that ``r`` counts in (3:
+per piece of ``hoodie.slice_reader.PIECE_ROWS`` base rows, the untouched rows, then the updated ones; then
+log-only inserts. 2 was the same with the whole base file as one piece); an offset inside a split in another
+order is refused, never misread. ``sid`` names the stream whose state planned the splits. The split queue
+itself lives in the state files (``state/``), written before ``latest_offset`` returns an offset that refers to
+it, because after a crash Spark calls ``partitions(start, end)`` for the uncommitted batch in a new process
+before anything else.
 
 Every offset Spark hands back is checked against the state before it is used (:meth:`StreamDriver._explain`): a
 state folder that is empty, another stream's, or older or newer than Spark's checkpoint is refused with what to
@@ -31,7 +33,7 @@ from typing import TypeVar
 import pyarrow as pa
 
 from .._faults import fault_point
-from ..errors import DataLossError, OptionError, StateError
+from ..errors import DataLossError, OptionError, StateError, UnsupportedTableError
 from ..hoodie.read import incremental_instants, plan_slices
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
@@ -43,7 +45,7 @@ from .options import Deletes, ReadMode, SourceOptions
 log = logging.getLogger(__name__)
 
 #: the row order within a split that record offsets count in (see the module docstring)
-OFFSET_VERSION = 2
+OFFSET_VERSION = 3
 
 #: what the caller makes of one task's input: its ranges, the columns to read, and (v6) the commits
 Task = TypeVar("Task")
@@ -212,6 +214,10 @@ class StreamDriver:
         """Spark ends the runner with SIGTERM; raising SystemExit lets ``stop()`` run (see the PySpark spec)."""
         if not self._sig:
             self._sig = True
+        if not self.table.config.populate_meta_fields:
+            raise UnsupportedTableError(f"{self.table.url}: a stream finds each commit's rows by _hoodie_commit_time, "
+                                        "and this table has hoodie.populate.meta.fields=false (Hudi's incremental "
+                                        "and streaming reads refuse it too); read its snapshot with spark.read")
             signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(SystemExit(0)))
 
     # -- planning ----------------------------------------------------------------------------------------------

@@ -68,8 +68,10 @@ def test_the_tighter_of_spark_limit_and_options_applies():
 
 
 def test_offset_inside_a_split_of_another_row_order_is_refused():
-    with pytest.raises(StateError, match=r"^loc: .*offset version 1, now 2"):
+    with pytest.raises(StateError, match=r"^loc: .*offset version 1, now 3"):
         position({"seq": 3, "rec": 2}, "loc")
+    with pytest.raises(StateError, match="offset version 2, now 3"):  # whole base files were one piece
+        position({"v": 2, "seq": 3, "rec": 2}, "loc")
     with pytest.raises(StateError, match="ordered differently"):
         position({"v": 1, "seq": 3, "rec": 2}, "loc")
     assert position({"v": 1, "seq": 3, "rec": 0}, "loc") == (3, 0)  # a split boundary means the same in any order
@@ -77,7 +79,7 @@ def test_offset_inside_a_split_of_another_row_order_is_refused():
 
 
 def test_equal_offsets_serialise_identically():
-    assert json.dumps(make_offset(3, 7)) == '{"rec": 7, "seq": 3, "v": 2}'
+    assert json.dumps(make_offset(3, 7)) == '{"rec": 7, "seq": 3, "v": 3}'
 
 
 def test_the_driver_imports_nothing_from_pyspark():

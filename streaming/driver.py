@@ -190,6 +190,10 @@ class StreamDriver:
         #: the query's output schema, fixed when it started
         self.output = reference_schema
         self.table = HudiTable(opts.path, opts.storage or None)
+        if not self.table.config.populate_meta_fields:
+            raise UnsupportedTableError(f"{self.table.url}: a stream finds each commit's rows by _hoodie_commit_time, "
+                                        "and this table has hoodie.populate.meta.fields=false (Hudi's incremental "
+                                        "and streaming reads refuse it too); read its snapshot with spark.read")
         self.store = StateStore(self.location, opts.storage or None)
         #: the instant the user started the stream at: late instants completed before it are not delivered
         self.floor = None if opts.starting_instant in ("earliest", "latest") else opts.starting_instant
@@ -214,10 +218,6 @@ class StreamDriver:
         """Spark ends the runner with SIGTERM; raising SystemExit lets ``stop()`` run (see the PySpark spec)."""
         if not self._sig:
             self._sig = True
-        if not self.table.config.populate_meta_fields:
-            raise UnsupportedTableError(f"{self.table.url}: a stream finds each commit's rows by _hoodie_commit_time, "
-                                        "and this table has hoodie.populate.meta.fields=false (Hudi's incremental "
-                                        "and streaming reads refuse it too); read its snapshot with spark.read")
             signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(SystemExit(0)))
 
     # -- planning ----------------------------------------------------------------------------------------------

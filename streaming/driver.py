@@ -47,6 +47,9 @@ log = logging.getLogger(__name__)
 #: the row order within a split that record offsets count in (see the module docstring)
 OFFSET_VERSION = 3
 
+#: rounds of one instant each that a changelog stream plans per poll (see ``StreamDriver._rounds_per_poll``)
+CHANGELOG_ROUNDS_PER_POLL = 32
+
 #: what the caller makes of one task's input: its ranges, the columns to read, and (v6) the commits
 Task = TypeVar("Task")
 TaskFactory = Callable[[list[SplitRange], pa.Schema, CommitCheck | None], Task]
@@ -259,7 +262,7 @@ class StreamDriver:
             return False
         self._last_poll = now
         self.table.reload()
-        st, changed = self.state, False
+        st, changed, rounds = self.state, False, 0
         for _ in range(1000):  # skipped instants advance the cursor without splits; keep going to real ones
             if self.target is not None and st.cursor is not None and \
                     self.monitor.cursor_key(st.cursor) >= self.monitor.cursor_key(self.target):
@@ -281,7 +284,8 @@ class StreamDriver:
             st.cursor = plan.cursor
             self._remember(plan)
             changed = True
-            if plan.splits:
+            rounds += bool(plan.splits)
+            if rounds >= self._rounds_per_poll():
                 break
         if changed:
             fault_point("driver.poll")
@@ -337,6 +341,12 @@ class StreamDriver:
         log.error("hudi_streaming: DATA LOSS, continuing from a snapshot at %s: %s",
                   plan.cursor.requested if plan.cursor else None, error)
         return plan
+
+    def _rounds_per_poll(self) -> int:
+        """Rounds with splits planned per poll. Changelog mode plans one instant per round (each change its own
+        version), so it plans many rounds at once: a stream that is behind — after a restart, say — then
+        catches up in a few batches instead of one batch per instant while the cleaner closes in."""
+        return CHANGELOG_ROUNDS_PER_POLL if self.opts.read_mode is ReadMode.CHANGELOG else 1
 
     def _round_size(self) -> int | None:
         if self.opts.read_mode is ReadMode.CHANGELOG:

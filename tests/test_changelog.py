@@ -141,3 +141,37 @@ def test_prior_slice_cleaned_before_the_read(emit_deletes, tmp_path, caplog):
     rows = [r for p in parts for b in reader.read(p) for r in b.to_pylist()]
     assert [(r["id"], r["_change_type"]) for r in rows] == [("k1", "insert")]
     assert "delivered as inserts" in caplog.text
+
+
+def _write_scenario(table: str, version: int = 9) -> dict[str, int]:
+    """The whole scenario written at once; instant → step."""
+    w = create_table(table, "changes", SCHEMA, "id", [], "ts", table_type="MERGE_ON_READ", version=version)
+    instant_step = {}
+    for step, (op, items) in enumerate(SCENARIO):
+        if op == "upsert":
+            instant = w.upsert(pa.table({"id": [k for k, _ in items], "ts": [step] * len(items),
+                                         "v": [v for _, v in items]}, schema=SCHEMA))
+        elif op == "delete":
+            instant = w.delete(pa.table({"id": items}))
+        else:
+            instant = w.compact()
+        instant_step[instant] = step
+    return instant_step
+
+
+@pytest.mark.parametrize("limit,most_batches", [({}, 1), ({"maxInstantsPerTrigger": "3"}, 3)])
+def test_a_changelog_stream_behind_catches_up_in_few_batches(limit, most_batches, tmp_path):
+    """A stream behind by many instants (a restart, a slow sink) plans one round per instant but admits many
+    rounds per batch, so it catches up in as few batches as its limits allow, not one batch per instant."""
+    table = str(tmp_path / "table")
+    instant_step = _write_scenario(table)
+    first = min(instant_step)
+    reader = make_reader(table, str(tmp_path / "state"), readMode="changelog", emitDeletes="true",
+                         startingInstant=first, **limit)
+    batches = [b for b in run_batches(reader) if b is not None]
+    assert len(batches) <= most_batches
+    got = [(instant_step[r["_hoodie_commit_time"]], r["id"], r["_change_type"], r["v"])
+           for b in batches for r in b.to_pylist()]
+    assert Counter(got) == Counter(_expected(SCENARIO))
+    if "maxInstantsPerTrigger" in limit:
+        assert all(len(set(b.column("_hoodie_commit_time").to_pylist())) <= 3 for b in batches)

@@ -617,33 +617,64 @@ def test_record_longer_than_its_values_is_corrupt(fast, monkeypatch):
     assert f"record 0 is {len(first) - 2} bytes but its values take {len(first) - 4}" in str(error)
 
 
+def checks_verdict(monkeypatch, plan, payload: bytes, count: int) -> bool | None:
+    """Whether the check of polars' reading of ``payload`` accepts it, asserting that the in-place check
+    (numpy) and the record-by-record one (fastavro's writer) agree; None when the block structure is corrupt
+    or polars declines."""
+    view = memoryview(payload)
+    try:
+        lengths = avro_arrow._record_lengths(view, count, "")
+    except CorruptFileError:
+        return None
+    table = avro_arrow._decode_polars(plan, view, lengths)
+    if table is None:
+        return None
+    answers = []
+    for threshold in (0, 10**9):
+        monkeypatch.setattr(avro_arrow, "VECTOR_CHECK_MIN_RECORDS", threshold)
+        answers.append(avro_arrow._misread(table, plan, view, lengths) is None)
+    assert answers[0] == answers[1], payload.hex()
+    return answers[0]
+
+
 @needs_polars
 def test_vectorized_and_per_record_checks_agree(monkeypatch):
-    """The check of a fast result re-encodes with numpy (large blocks) or record by record with fastavro's
-    writer (small ones): on the same polars results, damaged or not, both accept exactly the same."""
+    """The check of a fast result compares the values with the bytes in place with numpy (large blocks) or
+    re-encodes record by record with fastavro's writer (small ones): on the same polars results, damaged or
+    not, both accept exactly the same."""
     rng = random.Random(5)
-    schema_json = json.dumps(ALL_TYPES)
-    plan = avro_arrow._plan(schema_json, None)
+    plan = avro_arrow._plan(json.dumps(ALL_TYPES), None)
     good = encode_payload(ALL_TYPES, all_types_records(40, seed=9))
     verdicts = Counter()
     for _ in range(120):
         payload = bytearray(good)
         for _ in range(rng.randrange(0, 3)):
             payload[rng.randrange(len(payload))] ^= 1 << rng.randrange(8)
-        view = memoryview(bytes(payload))
-        try:
-            lengths = avro_arrow._record_lengths(view, 40, "")
-        except CorruptFileError:
-            continue
-        table = avro_arrow._decode_polars(plan, view, lengths)
-        if table is None:
-            continue
-        answers = []
-        for threshold in (0, 10**9):
-            monkeypatch.setattr(avro_arrow, "VECTOR_CHECK_MIN_RECORDS", threshold)
-            answers.append(avro_arrow._misread(table, plan, view, lengths) is None)
-        assert answers[0] == answers[1]
-        verdicts[answers[0]] += 1
+        verdicts[checks_verdict(monkeypatch, plan, bytes(payload), 40)] += 1
+    assert verdicts[True] and verdicts[False], verdicts
+
+
+@needs_polars
+@pytest.mark.parametrize("schema, records", [(ALL_TYPES, all_types_records(40, seed=9)),
+                                             (ALL_TYPES, all_types_records(7, seed=3)),
+                                             (SMALL, SMALL_RECORDS * 10)], ids=["all_types", "few", "small"])
+def test_in_place_and_per_record_checks_agree_on_overwritten_bytes(monkeypatch, schema, records):
+    """The same with bytes overwritten by those lenient decoders misread (a varint's continuation byte, union
+    index 1 or 2, boolean byte 2 or 0xff) as well as flipped, in blocks whose last value ends the block: the
+    in-place check reads there past the last whole word."""
+    rng = random.Random(len(records))
+    plan = avro_arrow._plan(json.dumps(schema), None)
+    good = encode_payload(schema, records)
+    verdicts = Counter()
+    for _ in range(200):
+        payload = bytearray(good)
+        for _ in range(rng.randrange(1, 4)):
+            at = rng.randrange(len(payload))
+            if rng.random() < 0.5:
+                payload[at] ^= 1 << rng.randrange(8)
+            else:
+                payload[at] = rng.choice([0, 1, 2, 4, 0x7F, 0x80, 0xFF, rng.randrange(256)])
+        verdicts[checks_verdict(monkeypatch, plan, bytes(payload), len(records))] += 1
     assert verdicts[True] and verdicts[False], verdicts
 
 

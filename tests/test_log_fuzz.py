@@ -303,3 +303,11 @@ def test_damaged_log_files_are_never_misread(monkeypatch):
     assert not figures.failures, "\n".join(figures.failures)
     assert len(FILES) >= 80 and total == len(FILES) * VARIANTS_PER_FILE
     assert figures.outcomes["damage caught: corrupt block"] and figures.outcomes["value damage, undetectable"]
+
+
+def test_damaged_log_files_are_never_misread_by_the_in_place_check(monkeypatch):
+    """The same with the check that large blocks get: every fixture block has fewer records than
+    ``VECTOR_CHECK_MIN_RECORDS``, so above polars' results are checked record by record (fastavro's writer),
+    while production blocks are checked in place (numpy, :mod:`~hudi_streaming.hoodie.logfile.avro_canonical`)."""
+    monkeypatch.setattr(avro_arrow, "VECTOR_CHECK_MIN_RECORDS", 0)
+    test_damaged_log_files_are_never_misread(monkeypatch)

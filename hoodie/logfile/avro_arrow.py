@@ -58,7 +58,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import CorruptFileError, UnsupportedTableError
-from .avro_canonical import NotCanonical, binary_parts, encode_records, named_types
+from .avro_canonical import NotCanonical, check_records, named_types
 
 polars: ModuleType | None  # None: not installed
 try:  # optional accelerator, see the module docstring
@@ -85,7 +85,7 @@ FAST_DECODER = True
 #: vectorized check of its result) outweighs its speed on a few records.
 FAST_MIN_RECORDS = 128
 #: Below this many records the check of a fast result re-encodes record by record (:func:`_rows_misread`):
-#: the vectorized encoder's cost per numpy call outweighs a few records.
+#: the vectorized check's cost per numpy call outweighs a few records.
 VECTOR_CHECK_MIN_RECORDS = 64
 # Below this many records per thread, handing a block to threads costs more than it saves.
 _RECORDS_PER_THREAD = 25_000
@@ -348,7 +348,7 @@ def _decimals(array: pa.Array, decimal_type: pa.DataType) -> pa.Array:
     ``decimal_type``; ``ValueError`` for an empty value (Java's ``BigInteger`` refuses it) or one beyond the
     type's precision."""
     width = decimal_type.byte_width
-    data, lengths = binary_parts(array)
+    data, lengths = _binary_parts(array)
     present = array.is_valid().to_numpy(zero_copy_only=False)
     if (lengths[present] == 0).any():
         raise ValueError("a decimal of no bytes")
@@ -372,6 +372,15 @@ def _decimals(array: pa.Array, decimal_type: pa.DataType) -> pa.Array:
         decimals = pc.if_else(array.is_valid(), decimals, pa.scalar(None, decimal_type))
     decimals.validate(full=True)  # ArrowInvalid (a ValueError) for a value beyond the precision
     return decimals
+
+
+def _binary_parts(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The bytes of a binary array (any layout) end to end, and each value's length."""
+    array = array.cast(pa.large_binary())
+    offsets = np.frombuffer(array.buffers()[1], np.int64, len(array) + 1, array.offset * 8)
+    data = array.buffers()[2]
+    values = np.frombuffer(data, np.uint8)[offsets[0]:offsets[-1]] if data is not None else np.empty(0, np.uint8)
+    return values, np.diff(offsets)
 
 
 def _list_parts(array: pa.ListArray) -> tuple[pa.Array, pa.Array]:
@@ -616,8 +625,9 @@ def _misread(table: pa.Table, plan: _Plan, view: memoryview, lengths: list[int])
     """Why ``table`` (every field, as polars built it) is not what the records' bytes hold, or None.
 
     A decode is right exactly when its values encode back to the very bytes of each record
-    (:mod:`.avro_canonical`, vectorized): that catches what a lenient decoder lets through, an invalid union
-    index or boolean byte, a record whose bytes go on after its last value, and invalid UTF-8 besides.
+    (:mod:`.avro_canonical`, which compares the values with the bytes in place): that catches what a lenient
+    decoder lets through, an invalid union index or boolean byte, a record whose bytes go on after its last
+    value, and invalid UTF-8 besides.
     """
     try:
         if table.schema != plan.whole:
@@ -625,22 +635,14 @@ def _misread(table: pa.Table, plan: _Plan, view: memoryview, lengths: list[int])
         table.validate(full=True)
         if table.num_rows < VECTOR_CHECK_MIN_RECORDS:  # numpy's cost per call outweighs a few records
             return _rows_misread(table.cast(plan.whole_raw).to_pylist(), plan, view, lengths)
-        data, sizes = encode_records([column.combine_chunks() for column in table.columns], list(plan.field_types),
-                                     plan.named)
+        expected = np.asarray(lengths, np.int64)
+        sizes = check_records([column.combine_chunks() for column in table.columns], list(plan.field_types),
+                              plan.named, view, np.cumsum(expected + 4) - expected)
     except (NotCanonical, pa.ArrowException, ValueError) as exc:
         return f"Avro records do not decode to valid values: {exc}"
-    expected = np.asarray(lengths, np.int64)
     if not np.array_equal(sizes, expected):
         record = int(np.flatnonzero(sizes != expected)[0])
         return _not_as_written(record, lengths[record], int(sizes[record]))
-    payload = np.frombuffer(view, np.uint8)
-    keep = np.ones(len(payload), bool)
-    prefixes = np.cumsum(expected + 4) - (expected + 4)
-    keep[(prefixes[:, None] + np.arange(4)).ravel()] = False
-    differ = np.flatnonzero(payload[keep] != data)
-    if len(differ):
-        record = int(np.searchsorted(np.cumsum(expected), differ[0], side="right"))
-        return _not_as_written(record, lengths[record], lengths[record])
     return None
 
 

@@ -111,7 +111,15 @@ def _min(a: int | None, b: int | None) -> int | None:
 
 @dataclass(frozen=True)
 class BatchLimit:
-    """The bounds of one micro-batch as plain numbers (None: unbounded); rows and bytes are write-stat estimates."""
+    """The bounds of one micro-batch as plain numbers (None: unbounded).
+
+    ``max_rows``: the batch delivers at most this many rows (each split's ``est_rows`` is an upper bound of
+    the rows it yields in the stream's read mode, and the last split is cut at an exact record offset).
+    ``max_bytes``: the files the batch's splits read (each split's ``est_bytes``: its file slice and, for a
+    rewritten base file, the slice before it; a split resumed or cut inside counts in full, as it is read in
+    full) total at most this many bytes, unless one split alone is larger: then the batch is that split.
+    ``max_files``: splits; ``max_instants``: instants of whole planning rounds.
+    """
 
     max_rows: int | None = None
     max_files: int | None = None
@@ -129,9 +137,22 @@ class BatchLimit:
 def admit(pending: list[PlannedSplit], seq: int, rec: int, limit: BatchLimit) -> tuple[tuple[int, int], dict]:
     """The end (split, record) of the batch that starts at (``seq``, ``rec``), and what it holds.
 
-    Whole splits are taken while the limit allows; a row limit cuts inside a split (its estimate), so one large
-    instant spans several batches. A batch always takes something — one split, or one record of it — so the
-    stream makes progress whatever the limit. An instant counts once per planning round.
+    Whole splits are taken while every limit allows. A split whose remaining rows (its row bound minus the
+    records already delivered) do not fit the row budget ends the batch inside it, at record ``skip + budget``:
+    the reader yields at most that range, so a batch never delivers more than ``max_rows`` rows — as long as
+    the splits' ``est_rows`` bound their rows, which the planner makes them do (``monitor.row_bound``). Where
+    a bound exceeds the rows a split really yields, a cut may lie past its end: that batch delivers fewer rows
+    and the next one starts past the end, reads nothing more of the split, and goes on with the next (its
+    remaining bound is ``est_rows - rec``, and a split with nothing left is taken whole, reading no rows). So
+    every batch moves the offset forward and no split is skipped.
+
+    A batch always takes something — one split, or one record of it — so the stream makes progress whatever
+    the limit; only then may it exceed ``max_bytes`` (one split larger than the budget) or ``max_files``/
+    ``max_instants`` (one planning round). An instant counts once per planning round.
+
+    The dict (``lastBatch`` of the metrics): ``splits`` read, ``rowsEstimate`` (the most rows the batch can
+    deliver: its splits' bounds, the cut one up to its cut), ``bytesEstimate`` (the exact bytes of the files
+    its splits read), ``instants``.
     """
     rows = files = nbytes = instants = 0
     rounds: set[int] = set()
@@ -146,19 +167,22 @@ def admit(pending: list[PlannedSplit], seq: int, rec: int, limit: BatchLimit) ->
                           or (limit.max_instants and new_round
                               and instants + p.instants_in_round > limit.max_instants)):
             break
-        if limit.max_rows and rows + left > limit.max_rows and left > 0:
-            budget = limit.max_rows - rows
-            if budget > 0 or not taken_any:
-                end_seq, end_rec = p.seq, skip + max(budget, 1)
-                rows, files = rows + max(budget, 1), files + 1
-            break
+        cut = bool(limit.max_rows) and rows + left > (limit.max_rows or 0)
+        if cut:
+            budget = (limit.max_rows or 0) - rows
+            if budget <= 0:  # used up exactly by the splits before (a first split always has a budget)
+                break
+            left, end_seq, end_rec = budget, p.seq, skip + budget
+        else:
+            end_seq, end_rec = p.seq + 1, 0
         rows += left
         files += 1
-        nbytes += p.split.est_bytes
+        nbytes += p.split.est_bytes  # read in full, however few of its rows the batch takes
         if new_round:
             rounds.add(p.round)
             instants += p.instants_in_round
-        end_seq, end_rec = p.seq + 1, 0
+        if cut:
+            break
     return (end_seq, end_rec), {"splits": files, "rowsEstimate": rows, "bytesEstimate": nbytes, "instants": instants}
 
 
@@ -207,12 +231,12 @@ class StreamDriver:
             skip_insert_overwrite=opts.skip_insert_overwrite, ending_instant=opts.ending_instant,
             partition_filter=opts.partition_filter(), replaced_as_deletes=opts.deletes is not Deletes.IGNORE,
             reference_schema=reference_schema, allow_schema_changes=opts.allow_schema_changes,
-            projected=opts.columns is not None))
+            projected=opts.columns is not None, changelog=opts.read_mode is ReadMode.CHANGELOG))
         self.target: Cursor | None = None
         self.available_now = False
         self._last_poll = 0.0
         self._caught_up = False
-        #: what the last admitted batch holds (estimates from write stats), for the progress metrics
+        #: what the last admitted batch holds (see :func:`admit`), for the progress metrics
         self.last_batch: dict = {}
         self._sig = False
         self.blocked_by: str | None = None
@@ -393,9 +417,9 @@ class StreamDriver:
             return make_offset(seq, rec, start.get("sid"))
         (end_seq, end_rec), self.last_batch = admit(pending, seq, rec, limit.within(self.opts))
         b = self.last_batch
-        log.info("hudi_streaming: batch of %d splits (about %d rows, %d bytes, %d instants) up to split %d record %d; "
-                 "%d splits left after it", b["splits"], b["rowsEstimate"], b["bytesEstimate"], b["instants"],
-                 end_seq, end_rec, sum(1 for p in pending if p.seq >= end_seq))
+        log.info("hudi_streaming: batch of %d splits (at most %d rows, %d file bytes, %d instants) up to split %d "
+                 "record %d; %d splits left after it", b["splits"], b["rowsEstimate"], b["bytesEstimate"],
+                 b["instants"], end_seq, end_rec, sum(1 for p in pending if p.seq >= end_seq))
         return make_offset(end_seq, end_rec, self.state.stream_id)
 
     def partitions(self, start: dict, end: dict, make: TaskFactory) -> list[Task]:
@@ -427,7 +451,11 @@ class StreamDriver:
             self.store.save(st)
 
     def metrics(self) -> dict:
-        """Progress a user reads in ``query.lastProgress`` (Spark shows it as the source's latestOffset)."""
+        """Progress a user reads in ``query.lastProgress`` (Spark shows it as the source's latestOffset).
+
+        Row "estimates" are upper bounds (the splits' ``est_rows``), byte ones the exact sizes of the files the
+        splits read; ``lastBatch`` is described at :func:`admit`.
+        """
         st = self.state
         pending = st.pending_from(st.committed_seq)
         behind, _ = self.monitor.completed_after(st.cursor, known=st.known, floor=self.floor)

@@ -1,5 +1,6 @@
 """The driver's admission arithmetic and offsets, without Spark or a table: every expected offset is worked out
-by hand from the split estimates below."""
+by hand from the splits' row bounds and file bytes below. (Row limits against real tables and readers:
+``test_batch_limits.py``.)"""
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ def _planned(seq: int, rnd: int, instants_in_round: int, rows: int, nbytes: int)
     return PlannedSplit(seq=seq, round=rnd, instants_in_round=instants_in_round, split=split)
 
 
-#: round 0 (two instants) wrote two file groups of 10 rows / 100 bytes; round 1 (one instant) 5 rows / 50 bytes
+#: round 0 (two instants) wrote two file groups of at most 10 rows / 100 bytes; round 1 (one instant) 5 rows / 50 bytes
 PENDING = [_planned(0, 0, 2, 10, 100), _planned(1, 0, 2, 10, 100), _planned(2, 1, 1, 5, 50)]
 
 
@@ -30,16 +31,25 @@ def _batch(splits: int, rows: int, nbytes: int, instants: int) -> dict:
 
 
 def test_max_rows_cuts_inside_a_split_and_the_next_batch_resumes_there():
-    # 10 rows of split 0, then 5 of split 1's 10: the batch ends at split 1 record 5
-    assert admit(PENDING, 0, 0, BatchLimit(max_rows=15)) == ((1, 5), _batch(2, 15, 100, 2))
+    # 10 rows of split 0, then 5 of split 1's 10: the batch ends at split 1 record 5 (and reads all of split 1)
+    assert admit(PENDING, 0, 0, BatchLimit(max_rows=15)) == ((1, 5), _batch(2, 15, 200, 2))
     # the 5 rows left of split 1 and all 5 of split 2 fit in the next 15
     assert admit(PENDING[1:], 1, 5, BatchLimit(max_rows=15)) == ((3, 0), _batch(2, 10, 150, 3))
 
 
 def test_a_row_budget_used_up_exactly_ends_at_the_split_boundary():
     assert admit(PENDING, 0, 0, BatchLimit(max_rows=10)) == ((1, 0), _batch(1, 10, 100, 2))
-    assert admit(PENDING, 0, 0, BatchLimit(max_rows=4)) == ((0, 4), _batch(1, 4, 0, 0))
-    assert admit(PENDING, 0, 4, BatchLimit(max_rows=4)) == ((0, 8), _batch(1, 4, 0, 0))  # counted from record 4
+    assert admit(PENDING, 0, 0, BatchLimit(max_rows=20)) == ((2, 0), _batch(2, 20, 200, 2))
+    # a split cut inside is read whole (its bytes) and holds changes of its round (its instants)
+    assert admit(PENDING, 0, 0, BatchLimit(max_rows=4)) == ((0, 4), _batch(1, 4, 100, 2))
+    assert admit(PENDING, 0, 4, BatchLimit(max_rows=4)) == ((0, 8), _batch(1, 4, 100, 2))  # counted from record 4
+
+
+def test_a_cut_past_the_end_of_a_split_moves_on_to_the_next():
+    """A row bound above what a split yields puts a cut past its end: the batch that starts there takes the
+    exhausted split whole (no rows left of its bound) and goes on, so no split is skipped or read forever."""
+    assert admit(PENDING, 0, 12, BatchLimit(max_rows=15)) == ((3, 0), _batch(3, 15, 250, 3))
+    assert admit(PENDING, 0, 10, BatchLimit(max_rows=3)) == ((1, 3), _batch(2, 3, 200, 2))
 
 
 def test_max_files_counts_splits():
@@ -49,6 +59,13 @@ def test_max_files_counts_splits():
 def test_a_byte_budget_below_any_split_still_admits_one():
     assert admit(PENDING, 0, 0, BatchLimit(max_bytes=1)) == ((1, 0), _batch(1, 10, 100, 2))
     assert admit(PENDING, 0, 0, BatchLimit(max_bytes=250)) == ((3, 0), _batch(3, 25, 250, 3))
+
+
+def test_a_split_cut_by_rows_counts_its_bytes():
+    # split 1 would be cut at record 5, but reading it takes 100 more bytes than the 150 allowed
+    assert admit(PENDING, 0, 0, BatchLimit(max_rows=15, max_bytes=150)) == ((1, 0), _batch(1, 10, 100, 2))
+    # resumed inside: the whole split is read again
+    assert admit(PENDING, 0, 5, BatchLimit(max_bytes=150)) == ((1, 0), _batch(1, 5, 100, 2))
 
 
 def test_max_instants_never_splits_a_planning_round():

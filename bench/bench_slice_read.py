@@ -637,10 +637,13 @@ def run_phases(path: str, repeat: int) -> dict:
     """Our merged slice read with timers around the steps ``read_slice`` calls; the best run's split.
 
     The steps are found by name in ``hoodie.slice_reader`` (``scan_blocks``, ``_log_records``,
-    ``decode_data_block``, ``merge_with_base``) and ``hoodie.logfile.avro_arrow`` (``_decode_polars``); a name that
-    is gone is reported, not fatal. Everything before the first ``scan_blocks`` call is the base file read.
+    ``decode_data_block``, ``_base_pieces``, ``merge_with_base``), ``hoodie.merge`` (``BaseMerge.piece`` and
+    ``.tail``: the merge of a slice read in pieces) and ``hoodie.logfile.avro_arrow`` (``_decode_polars``); a name
+    that is gone is reported, not fatal. The base file read is the time spent advancing ``_base_pieces`` or,
+    without it, everything before the first ``scan_blocks`` call.
     """
     import hudi_streaming.hoodie.logfile.avro_arrow as avro_arrow
+    import hudi_streaming.hoodie.merge as merge_module
     import hudi_streaming.hoodie.slice_reader as sr
 
     timers: dict[str, float] = {}
@@ -648,10 +651,14 @@ def run_phases(path: str, repeat: int) -> dict:
     first_start: dict[str, float] = {}
     missing = []
 
-    def wrap(module, name: str, key: str, count_none: str | None = None) -> None:
-        orig = getattr(module, name, None)
+    def add(key: str, seconds: float) -> None:
+        timers[key] = timers.get(key, 0.0) + seconds
+        counts[key] = counts.get(key, 0) + 1
+
+    def wrap(owner, name: str, key: str, count_none: str | None = None) -> None:
+        orig = getattr(owner, name, None)
         if orig is None:
-            missing.append(f"{module.__name__}.{name}")
+            missing.append(f"{getattr(owner, '__module__', '')}.{owner.__name__}.{name}".lstrip("."))
             return
 
         def timed(*args, **kwargs):
@@ -660,18 +667,42 @@ def run_phases(path: str, repeat: int) -> dict:
             try:
                 result = orig(*args, **kwargs)
             finally:
-                timers[key] = timers.get(key, 0.0) + time.perf_counter() - t0
-                counts[key] = counts.get(key, 0) + 1
+                add(key, time.perf_counter() - t0)
             if count_none is not None and result is None:
                 counts[count_none] = counts.get(count_none, 0) + 1
             return result
-        setattr(module, name, timed)
+        setattr(owner, name, timed)
+
+    def wrap_generator(owner, name: str, key: str) -> None:
+        """Time each step of a generator function (not the caller's work between its items)."""
+        orig = getattr(owner, name, None)
+        if orig is None:
+            missing.append(f"{owner.__name__}.{name}")
+            return
+
+        def timed(*args, **kwargs):
+            it = iter(orig(*args, **kwargs))
+            while True:
+                t0 = time.perf_counter()
+                try:
+                    item = next(it)
+                except StopIteration:
+                    return
+                finally:
+                    add(key, time.perf_counter() - t0)
+                yield item
+        setattr(owner, name, timed)
 
     merged = _ours_slice_setup(path)
     wrap(sr, "scan_blocks", "log_scan")
     wrap(sr, "_log_records", "log_records")
     wrap(sr, "decode_data_block", "log_decode")
     wrap(sr, "merge_with_base", "merge")
+    wrap_generator(sr, "_base_pieces", "base_pieces")
+    base_merge = getattr(merge_module, "BaseMerge", None)
+    if base_merge is not None:
+        wrap(base_merge, "piece", "merge")
+        wrap(base_merge, "tail", "merge")
     wrap(avro_arrow, "_decode_polars", "polars_decode", count_none="polars_fallback")
     best = None
     for _ in range(repeat):
@@ -684,7 +715,9 @@ def run_phases(path: str, repeat: int) -> dict:
         rows = out.num_rows
         del out
         run = {"total": total, "rows": rows, **timers, **{f"n_{k}": v for k, v in counts.items()}}
-        if "log_scan" in first_start:
+        if "base_pieces" in timers:
+            run["base_read"] = timers["base_pieces"]
+        elif "log_scan" in first_start:
             run["base_read"] = first_start["log_scan"] - t0
         if best is None or total < best["total"]:
             best = run
@@ -822,16 +855,18 @@ def report(args, n: int, built: dict, results: dict[str, dict], phases: dict, hu
     nblocks = p.get("n_log_decode", 0)
     fallback = p.get("n_polars_fallback", 0)
     npolars = p.get("n_polars_decode", 0)
+    base_how = (f"_base_pieces x{p['n_base_pieces']}" if "n_base_pieces" in p
+                else "everything before scan_blocks")
     print()
     print(f"Time split of our merged slice read (read_slice, best of {args.repeat}: {total:.3f} s; a separate run "
           f"with timers around the steps):")
     parts = [
-        ("base parquet read + align (everything before scan_blocks)", base_read),
+        (f"base parquet read + align ({base_how})", base_read),
         ("log files read + block framing (scan_blocks)", p.get("log_scan", 0.0)),
         (f"log decode Avro -> Arrow (decode_data_block x{nblocks}; polars fast path {npolars - fallback}/"
          f"{npolars}{', FELL BACK to fastavro' if fallback else ''})", decode),
         ("log assembly: align, concat, keys, flags (_log_records - decode)", assemble),
-        ("merge (merge_with_base)", p.get("merge", 0.0)),
+        (f"merge (merge_with_base, BaseMerge.piece/tail: x{p.get('n_merge', 0)})", p.get("merge", 0.0)),
         ("other: base keys/ordering arrays, glue (remainder)", other),
     ]
     for label, sec in parts:

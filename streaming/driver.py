@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -275,16 +276,26 @@ class StreamDriver:
         st.started = True
         self.store.save(st)
 
+    #: the timeline folder's local path ("" when the table is not on a local file system), found at the first poll
+    _timeline_folder: str | None = None
+    #: (its modification time in ns, the wall time it was read) just before the last listing; None: not local
+    _timeline_seen: tuple[int, float] | None = None
+
     def _poll(self) -> bool:
         """Plan the next round(s) of instants; True when the state changed.
 
-        A stream that is behind plans its next round at once; one that has caught up lists the timeline at
-        most every ``pollIntervalSeconds`` (Spark asks for the latest offset on every trigger).
+        A stream that is behind plans its next round at once. One that has caught up lists the timeline again
+        when ``pollIntervalSeconds`` have passed or, on a local file system, as soon as the timeline folder's
+        modification time moves (creating or renaming an instant file sets it): one ``stat`` per call — Spark
+        asks for the latest offset every ~10 ms when idle — so a new instant is planned at the next trigger. The
+        interval remains the bound wherever the folder's time tells nothing (object stores have no folders).
         """
         now = time.monotonic()
-        if self._caught_up and not self.available_now and now - self._last_poll < self.opts.poll_interval_seconds:
+        if self._caught_up and not self.available_now and now - self._last_poll < self.opts.poll_interval_seconds \
+                and not self._timeline_moved():
             return False
         self._last_poll = now
+        self._timeline_seen = self._timeline_stat()  # before listing: a change during the listing shows next time
         self.table.reload()
         st, changed, rounds = self.state, False, 0
         for _ in range(1000):  # skipped instants advance the cursor without splits; keep going to real ones
@@ -315,6 +326,33 @@ class StreamDriver:
             fault_point("driver.poll")
             self.store.save(st)
         return changed
+
+    def _timeline_stat(self) -> tuple[int, float] | None:
+        """(modification time in ns, now) of the timeline folder on a local file system; None elsewhere."""
+        if self._timeline_folder is None:
+            storage, protocol = self.table.storage, self.table.storage.fs.protocol
+            local = {"file", "local"} & ({protocol} if isinstance(protocol, str) else set(protocol))
+            self._timeline_folder = storage.full(self.table.config.timeline_dir) if local else ""
+        if not self._timeline_folder:
+            return None
+        try:
+            return os.stat(self._timeline_folder).st_mtime_ns, time.time()
+        except OSError:
+            return None
+
+    def _timeline_moved(self) -> bool:
+        """Whether the local timeline folder changed since the last listing (False where that is unknown).
+
+        File times come from a coarse clock (a timer tick; a whole second on some file systems), so a change in
+        the same tick as the time the last listing saw leaves it unchanged: a folder time read less than a second
+        after it was set is trusted only after one more listing, a second later.
+        """
+        seen = self._timeline_seen
+        current = self._timeline_stat() if seen is not None else None
+        if seen is None or current is None:
+            return False
+        fresh = seen[1] - seen[0] / 1e9 < 1.0
+        return current[0] != seen[0] or (fresh and current[1] - current[0] / 1e9 >= 1.0)
 
     def _known(self) -> dict[str, str] | None:
         """The instants the stream has accounted for (v8/v9); a state from before they were tracked starts from

@@ -66,8 +66,9 @@ class SourceOptions(BaseModel):
     late_instant_window_seconds: int = Field(default=3600, alias="lateInstantWindowSeconds", ge=0)
     allow_schema_changes: bool = Field(default=False, alias="allowSchemaChanges")
     #: how often a stream that has caught up lists the timeline for new instants (Spark asks for the latest offset
-    #: every few milliseconds when idle); the mean commit-to-sink latency grows by half of it, and each poll of a
-    #: table on an object store is one LIST request (0.5 s: 172,800 a day)
+    #: every ~10 ms when idle). On a local file system it also lists as soon as the timeline folder's modification
+    #: time moves, so the interval only bounds a change that time missed; on an object store the mean
+    #: commit-to-sink latency grows by half of it, and each poll is one LIST request (0.5 s: 172,800 a day)
     poll_interval_seconds: float = Field(default=0.5, alias="pollIntervalSeconds", ge=0, le=3600)
     #: fsspec storage options; kept out of the repr, which would print credentials
     storage: dict[str, Any] = Field(default_factory=dict, repr=False)

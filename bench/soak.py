@@ -19,7 +19,10 @@ compaction, clean and archive at fixed step intervals) and is itself SIGKILLed e
 and restarted, so its write in flight fails and the next write rolls it back. The writer takes no lock (one
 writer per table, see ``hudi_streaming.hoodie.writer``), so there are not two writers: instead its instant
 clock is skewed by ``+clock-skew`` and ``-clock-skew`` seconds, switching every four steps (the writer keeps
-instants increasing: a clock behind the newest instant gives instants 1 ms apart, one ahead jumps).
+instants increasing: a clock behind the newest instant gives instants 1 ms apart, one ahead jumps). What two
+writers with skewed clocks do to a reader, it does as well: on a v9 MOR table some delete steps complete
+*late* — their completed file lands 1-10 s after the next step's, so the stream may have planned an instant
+that completed after them (``write_late_pair``); the stream must still deliver them (``lateInstants``).
 
 At the end the writer stops, the job drains the table (Trigger.AvailableNow) and the sink's rows are compared
 with the change feed the load generator's steps make (the model replays the steps; each step's instant is the
@@ -52,6 +55,7 @@ from harness import Driver  # noqa: E402
 from verify import appended, change_feed, delivered, feed_differences  # noqa: E402
 
 from hudi_streaming._faults import DIR_ENV, FAULT_ENV  # noqa: E402
+from hudi_streaming.state import StateStore  # noqa: E402
 
 POINTS = ["driver.poll", "state.before_write", "state.after_write", "sink.after_write", "consumer.read"]
 #: a line of the job's output that means the source itself failed (not a kill)
@@ -81,7 +85,8 @@ def skew_writer_clock(offset: dt.timedelta) -> None:
 
 def writer_main(url: str, version: int, table_type: str, skew: float, pause: float, seed: int) -> None:
     """Write load-generator steps with table services until killed (resuming after the last completed step);
-    the file :func:`busy_file` exists while it writes."""
+    the file :func:`busy_file` exists while it writes. On a v9 MOR table some delete steps complete late (see
+    :func:`write_late_pair`)."""
     from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
 
     rng = random.Random(f"{seed}:{os.getpid()}")
@@ -89,20 +94,105 @@ def writer_main(url: str, version: int, table_type: str, skew: float, pause: flo
                         late_share=0.0, name="soak")
     w = gen.writer
     assert w is not None
-    busy = busy_file(Path(url))
+    table, busy = Path(url), busy_file(Path(url))
     while True:
         n = gen.steps_done + 1
         skew_writer_clock(dt.timedelta(seconds=skew if (n // 4) % 2 else -skew))
         busy.touch()
-        gen.step()
-        if n % COMPACT_EVERY == 0 and table_type == "MERGE_ON_READ":
-            w.compact()
-        if n % CLEAN_EVERY == 0:
-            w.clean(retain_commits=RETAIN_COMMITS)
-        if n % ARCHIVE_EVERY == 0:
-            w.archive(keep_active=KEEP_ACTIVE)
+        if version >= 8 and table_type == "MERGE_ON_READ" and not has_services(n) and completes_late(gen):
+            write_late_pair(gen, table, rng)
+        else:
+            gen.step()
+        for m in range(n, gen.steps_done + 1):
+            run_services(w, m, table_type)
         busy.unlink()
         time.sleep(rng.uniform(0, 2 * pause))
+
+
+def has_services(n: int) -> bool:
+    return n % COMPACT_EVERY == 0 or n % CLEAN_EVERY == 0 or n % ARCHIVE_EVERY == 0
+
+
+def run_services(w, n: int, table_type: str) -> None:
+    if n % COMPACT_EVERY == 0 and table_type == "MERGE_ON_READ":
+        w.compact()
+    if n % CLEAN_EVERY == 0:
+        w.clean(retain_commits=RETAIN_COMMITS)
+    if n % ARCHIVE_EVERY == 0:
+        w.archive(keep_active=KEEP_ACTIVE)
+
+
+def completes_late(gen) -> bool:
+    """Whether the next step is a delete that shares no key with the step after it: such a step can complete
+    after its successor and the change feed still holds the same changes (a shared key would make the successor's
+    change type depend on what the stream could see, which the model does not follow)."""
+    from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
+
+    dry = LoadGenerator(None, KEYS, PARTITIONS, seed=SEED, batch=BATCH, late_share=0.0)
+    dry.present, dry.steps_done = dict(gen.present), gen.steps_done
+    first, second = dry.plan(), dry.plan()
+    return first.kind == "delete" and not set(first.data.column("key").to_pylist()) & set(
+        second.data.column("key").to_pylist())
+
+
+def late_folder(table: Path) -> Path:
+    return table.with_name("late-commits")
+
+
+def write_late_pair(gen, table: Path, rng: random.Random) -> None:
+    """Steps n and n + 1, step n's completed file landing only after step n + 1's, 1-10 s later: what a stream
+    sees when a second writer's clock is behind, or its completed file's rename is slow (the project's writer
+    takes no lock, so one process plays both writers). Step n's completion time is then at or before the time
+    of an instant the stream may have planned already: a *late* instant, which it must still deliver.
+
+    The completed file is written aside (:func:`late_folder`) and moved in; a writer killed meanwhile is
+    restarted only after :func:`reveal_late` moved it in (the commit lands late, it does not fail). Step n + 1
+    is written as the second writer does: step n is pending on the timeline, not failed (no rollback), and its
+    record index already holds step n's changes."""
+    w = gen.writer
+    timeline, aside = w.timeline, late_folder(table)
+    aside.mkdir(exist_ok=True)
+    held: list[str] = []
+
+    def write_aside(ts: str, action: str, content: bytes) -> str:
+        completion = timeline.new_time_after(ts)
+        name = timeline.completed_name(ts, action, completion)
+        tmp = aside / f".{name}.tmp"
+        tmp.write_bytes(content)
+        tmp.rename(aside / name)
+        held.append(name)
+        return completion
+
+    timeline.write_completed = write_aside
+    try:
+        first = gen.step()
+    finally:
+        del timeline.write_completed
+    index = w._index
+    w.auto_recover, w.index = False, lambda _table: index
+    try:
+        second = gen.step()
+    finally:
+        w.auto_recover = True
+        del w.index
+    time.sleep(rng.uniform(1, 10))
+    reveal_late(table)
+    print(f"step {first.number} ({first.instant}, completed {held[0].split('_')[1].split('.')[0]}) completes late: "
+          f"after step {second.number} ({second.instant})", flush=True)
+
+
+def reveal_late(table: Path) -> list[str]:
+    """Move completed files written aside into the timeline (a torn one, never finished, is dropped: its write
+    stays pending and is rolled back)."""
+    aside = late_folder(table)
+    if not aside.exists():
+        return []
+    for torn in aside.glob(".*.tmp"):
+        torn.unlink()
+    names = sorted(p.name for p in aside.iterdir())
+    for name in names:
+        os.rename(aside / name, table / ".hoodie" / "timeline" / name)
+    return names
 
 
 def busy_file(table: Path) -> Path:
@@ -123,6 +213,7 @@ class Writer:
         self._thread.start()
 
     def _start(self) -> subprocess.Popen:
+        reveal_late(self.table)  # a commit the killed writer held back lands now, before the next write
         cmd = [sys.executable, __file__, "--writer-process", str(self.table), "--version", str(self.args.version),
                "--table-type", self.args.table_type, "--clock-skew", str(self.args.clock_skew),
                "--writer-pause", str(self.args.writer_pause), "--seed", str(self.args.seed)]
@@ -151,6 +242,11 @@ class Writer:
         self._thread.join()
         self._proc.kill()
         self._proc.wait()
+        reveal_late(self.table)
+
+    def late_commits(self) -> int:
+        """Steps whose completed file landed after the next step's (counted from the writer's log)."""
+        return self.log.read_text().count(" completes late: ") if self.log.exists() else 0
 
 
 # -- measuring --------------------------------------------------------------------------------------------------
@@ -358,6 +454,9 @@ def main(argv: list[str] | None = None) -> int:
     done, archived = actions(table)
     print(f"writer: {n_steps} steps committed, killed {writer.kills} times, instants per action {dict(done)} "
           f"({archived} archived), clock ±{args.clock_skew:g} s")
+    state = StateStore(str(work / "state")).newest()
+    print(f"late commits: {writer.late_commits()} steps completed after the next step; the stream planned "
+          f"{state.late_instants if state else 0} instants late (lateInstants)")
     print(f"changes expected {len(expected)}, delivered {len(rows)}, duplicated {len(diff['duplicated'])}, "
           f"lost {len(diff['lost'])}, unexpected {len(diff['unexpected'])}; final drain exit code {rc}")
     print("driver peak RSS (MiB) and state folder per block of cycles:")

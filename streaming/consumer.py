@@ -7,6 +7,7 @@ ones planned — a cleaner that removed them would otherwise shift every record.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import posixpath
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from ..hoodie.fs_view import BaseFile, FileSlice, LogFile
 from ..hoodie.logfile.format import parse_log_file_name
 from ..hoodie.read import read_schema
 from ..hoodie.scanner import InstantRange
-from ..hoodie.slice_reader import MergeType, SliceRead, align, read_slice_changes, slice_pieces
+from ..hoodie.slice_reader import MergeType, Piece, SliceRead, align, read_slice_changes, slice_pieces
 from ..hoodie.table import COMMIT_TIME, RECORD_KEY, HudiTable
 from ..monitor.split import PriorSlice, Split
 from .options import Deletes
@@ -140,24 +141,27 @@ def change_pieces(table: HudiTable, split: Split, schema: pa.Schema, columns: pa
     rows, a :class:`DeleteError` naming the instant (deletes are found unless they are ignored).
 
     A row is an update when its key was in the file group before the range, an insert otherwise; pre-images
-    and the values of deleted keys come from that earlier state (see :func:`_state_before`).
+    and the values of deleted keys come from that earlier state (see :func:`_state_before`). Pieces pass through
+    ``map``, never a loop variable, so none is kept alive here while the next is read.
     """
     verify_files(table, split)
     split = _usable_prior(table, split, fail_on_data_loss and (deletes is Deletes.EMIT or changelog))
     find_deletes = deletes is not Deletes.IGNORE  # to deliver them, or to stop on them
     if split.replaced_by is not None:
         if find_deletes:
-            for piece in slice_pieces(SliceRead(table, columns, split.max_instant), file_slice(split)):
-                rows = _with_kind(_at_instant(piece.rows, split.replaced_by), DELETE, schema)
-                yield _checked(table, split, rows, deletes)
+            instant = split.replaced_by
+
+            def removed(piece: Piece) -> pa.Table:
+                return _checked(table, split, _with_kind(_at_instant(piece.rows, instant), DELETE, schema), deletes)
+            yield from map(removed, slice_pieces(SliceRead(table, columns, split.max_instant), file_slice(split)))
         return
     rng = InstantRange(instants=frozenset(split.instants)) if split.instants is not None else None
     req = SliceRead(table, columns, split.max_instant, rng, MergeType(merge_type))
     keys_only = read_schema(table, columns, [RECORD_KEY], incremental=True)
     # a rewritten base file drops deleted keys without a trace: they are found against the prior slice
     rewrite_deletes = find_deletes and split.prior is not None
-    for rows, deleted, before in _changes_and_earlier_state(split, req, keys_only, find_deletes, changelog,
-                                                            rewrite_deletes):
+
+    def changes(rows: pa.Table, deleted: pa.Table | None, before: pa.Table | None) -> pa.Table:
         parts = []
         has_deletes = deleted is not None and deleted.num_rows > 0
         if before is None:
@@ -177,7 +181,9 @@ def change_pieces(table: HudiTable, split: Split, schema: pa.Schema, columns: pa
                 has_deletes = deleted.num_rows > 0
         if has_deletes:
             parts.append(_with_kind(deleted, DELETE, schema))
-        yield _checked(table, split, pa.concat_tables(parts), deletes)
+        return _checked(table, split, pa.concat_tables(parts), deletes)
+    yield from itertools.starmap(changes, _changes_and_earlier_state(split, req, keys_only, find_deletes, changelog,
+                                                                     rewrite_deletes))
 
 
 def _checked(table: HudiTable, split: Split, changes: pa.Table, deletes: Deletes) -> pa.Table:
@@ -229,8 +235,7 @@ def _changes_and_earlier_state(split: Split, req: SliceRead, keys_only: pa.Schem
     fs = file_slice(split)
     if split.instants is None or (req.table.config.version >= 8 and not _rewrote_base(split)):
         assert not rewrite_deletes  # a prior slice comes only with a range that wrote the base file
-        for p in slice_pieces(req, fs, with_deletes=find_deletes, with_before=split.instants is not None):
-            yield p.rows, p.deleted, p.before
+        yield from slice_pieces(req, fs, with_deletes=find_deletes, with_before=split.instants is not None)
         return
     rows, deleted = read_slice_changes(req, fs, with_deletes=find_deletes)
     has_deletes = deleted is not None and deleted.num_rows > 0
@@ -307,7 +312,10 @@ def consume(table: HudiTable, ranges: list[SplitRange], schema: pa.Schema, colum
             *, deletes: Deletes, changelog: bool, merge_type: str, mini_batch: int,
             fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
     """Record batches of at most ``mini_batch`` rows for each range, in order, cast to ``target``, handed on as
-    each piece of the split is read (a range that ends early stops reading there)."""
+    each piece of the split is read (a range that ends early stops reading there).
+
+    A piece's batches are slices of it, so neither the piece nor a batch stays referenced here once handed on
+    (``del``, :func:`_batches`): a task holds one piece of the split while the next is read, not two."""
     for r in ranges:
         pos = 0
         for changes in change_pieces(table, r.split, schema, columns, deletes, changelog, merge_type,
@@ -315,9 +323,17 @@ def consume(table: HudiTable, ranges: list[SplitRange], schema: pa.Schema, colum
             end = pos + changes.num_rows
             lo, hi = max(r.skip, pos), (end if r.stop is None else min(r.stop, end))
             if lo < hi:
-                for batch in changes.slice(lo - pos, hi - lo).to_batches(max_chunksize=mini_batch):
-                    yield batch.cast(target) if batch.schema != target else batch
-                    fault_point("consumer.read")
+                yield from _batches(changes.slice(lo - pos, hi - lo), mini_batch, target)
+            del changes
             pos = end
             if r.stop is not None and pos >= r.stop:
                 break
+
+
+def _batches(rows: pa.Table, mini_batch: int, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """``rows`` as record batches of at most ``mini_batch`` rows cast to ``target``; the last batch handed on is
+    released with this generator when it ends (a loop variable of :func:`consume` would keep it, and with it
+    the piece, alive)."""
+    for batch in rows.to_batches(max_chunksize=mini_batch):
+        yield batch.cast(target) if batch.schema != target else batch
+        fault_point("consumer.read")

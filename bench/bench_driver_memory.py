@@ -10,9 +10,10 @@ from its first write until the writer has ended and it has caught up (``lagInsta
 Every few seconds it samples its resident set size (``VmRSS``) and the number of Python objects.
 
 **Target** (issue 10): flat driver memory over thousands of commits with cleaning — the driver's RSS at the end
-is within 10 % of its RSS once warm (the mean of the samples from 20 % to 40 % of the commits). Without the
-bound on the monitor's listing cache (files the cleaner removed were kept forever) the RSS grew with every
-commit. Exits 1 when the target fails or a commit was never planned.
+is within 10 % of its RSS once warm (the mean of the samples from 20 % to 40 % of the commits). What it
+watches: the monitor's partition listings (dropped when a clean or rollback completes), the state's pending
+splits (dropped at each commit) and its record of the active timeline's writes (late instants), the timeline's
+cached instant files. Exits 1 when the target fails or the writer failed.
 """
 from __future__ import annotations
 

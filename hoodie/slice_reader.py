@@ -202,11 +202,7 @@ def _upserts(records: LogRecords | None) -> pa.Table | None:
 
 def _base_pieces(req: SliceRead, fs: FileSlice) -> Iterator[pa.Table]:
     """The base file's rows (``req.schema``'s columns) in pieces of exactly :data:`PIECE_ROWS` rows, the last
-    one shorter; nothing for a slice without a base file.
-
-    The columns are decoded on this thread (``use_threads=False``): the same CPU time on the cores a task shares
-    anyway, while buffers that Arrow's pool threads allocate and this thread frees stay in those threads' allocator
-    heaps (mimalloc), 40-60 MiB more peak RSS at 1M rows in bench_slice_read."""
+    one shorter; nothing for a slice without a base file."""
     if fs.base_file is None:
         return
     pf = req.table.storage.parquet_file(fs.base_file.path)
@@ -216,7 +212,7 @@ def _base_pieces(req: SliceRead, fs: FileSlice) -> Iterator[pa.Table]:
         return
     held: list[pa.RecordBatch] = []  # the rows read and not handed on yet, and nothing else
     n = 0
-    for batch in pf.iter_batches(batch_size=PIECE_ROWS, columns=present, use_threads=False):
+    for batch in pf.iter_batches(batch_size=PIECE_ROWS, columns=present):
         held.append(batch)
         n += batch.num_rows
         del batch  # not kept alive by the loop while the next batch is read

@@ -530,8 +530,11 @@ def arrow_schema_from_avro(schema: str | dict) -> pa.Schema:
 
 
 def decode_avro_records(schema_json: str, payload: bytes | memoryview, count: int, *,
-                        columns: list[str] | None = None, path: str = "") -> pa.Table:
+                        columns: list[str] | None = None, path: str = "", lengths: list[int] | None = None) -> pa.Table:
     """Decode the ``count`` length-prefixed records of an Avro data block (the content after the count).
+
+    ``lengths``: the records' lengths when the caller has split this very payload already (:func:`split_records`,
+    a Python loop over the records that costs about as much as the fast decode of a small schema).
 
     Returns a table of ``arrow_schema_from_avro(schema_json)`` restricted to ``columns`` (distinct top-level
     fields of the record, in that order, else ``ValueError``); projection spares the fast decoder building the
@@ -543,7 +546,7 @@ def decode_avro_records(schema_json: str, payload: bytes | memoryview, count: in
     except UnsupportedTableError as exc:
         raise UnsupportedTableError(f"{path}: {exc}" if path else str(exc)) from None
     view = memoryview(payload).cast("B")
-    lengths = _record_lengths(view, count, path)
+    lengths = _record_lengths(view, count, path) if lengths is None else lengths
     if not plan.columns:  # nothing to decode (a row count); a table without columns keeps its rows this way
         return pa.table({"rows": pa.nulls(count)}).select([])
     table = None

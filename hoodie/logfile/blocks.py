@@ -79,9 +79,10 @@ class _Malformed(Exception):
     into a CORRUPT block, the decoders into a :class:`CorruptFileError` naming the block."""
 
 
-def block_problem(block: LogBlock) -> str | None:
+def check_block(block: LogBlock) -> tuple[str | None, object]:
     """Why ``block`` cannot be a block Hudi wrote, judged from its header and the layout of its content
-    without decoding a record; None if it can be. The reader asks this of every framed block.
+    without decoding a record (None if it can be), and that layout (:attr:`LogBlock.layout`; None with a
+    problem). The reader asks this of every framed block.
 
     The file name says what the file may hold: in a ``.log`` file every block carries its INSTANT_TIME, and
     CDC_DATA blocks are exactly the blocks of CDC log files (``HoodieCDCLogger``). A path that is no log file
@@ -90,19 +91,18 @@ def block_problem(block: LogBlock) -> str | None:
     name = parse_log_file_name(block.path)
     problem = header_problem(block.type, block.header, delta_log=name is not None and name.extension == "log")
     if problem is not None:
-        return problem
+        return problem, None
     if name is not None and (block.type is BlockType.CDC_DATA) != name.cdc and block.type is not BlockType.COMMAND:
         return (f"a {block.type.name} block in a {'CDC' if name.cdc else 'data'} log file "
-                f"({'only CDC_DATA' if name.cdc else 'never CDC_DATA'} blocks are written there)")
+                f"({'only CDC_DATA' if name.cdc else 'never CDC_DATA'} blocks are written there)"), None
     if block.schema_json is not None:
         problem = record_schema_problem(block.schema_json)
         if problem is not None:
-            return f"SCHEMA header is not an Avro schema ({problem})"
+            return f"SCHEMA header is not an Avro schema ({problem})", None
     try:
-        _CONTENT_LAYOUTS[block.type](memoryview(block.content))
+        return None, _CONTENT_LAYOUTS[block.type](memoryview(block.content))
     except _Malformed as e:
-        return str(e)
-    return None
+        return str(e), None
 
 
 def _command_layout(content: memoryview) -> None:
@@ -243,14 +243,16 @@ def _layout(block: LogBlock, layout):
 
 def _decode_avro_content(block: LogBlock, columns: Sequence[str] | None) -> pa.Table:
     """``HoodieAvroDataBlock`` content (:func:`_avro_layout`) as an Arrow table."""
-    start, lengths = _layout(block, _avro_layout)
-    return _avro_to_arrow(block, memoryview(block.content)[start:], len(lengths), columns)
+    start, lengths = block.layout if block.layout is not None else _layout(block, _avro_layout)
+    return _avro_to_arrow(block, memoryview(block.content)[start:], len(lengths), columns, lengths)
 
 
-def _avro_to_arrow(block: LogBlock, payload: memoryview, count: int, columns: Sequence[str] | None) -> pa.Table:
+def _avro_to_arrow(block: LogBlock, payload: memoryview, count: int, columns: Sequence[str] | None,
+                   lengths: list[int] | None = None) -> pa.Table:
     """Length-prefixed Avro records, written with the block's SCHEMA header, as an Arrow table.
 
-    :func:`decode_avro_records` checks every record length and raises :class:`CorruptFileError` itself.
+    :func:`decode_avro_records` checks every record length and raises :class:`CorruptFileError` itself, unless
+    ``lengths`` gives them as the block's layout check found them.
     """
     schema_json = block.schema_json
     if schema_json is None:
@@ -261,7 +263,7 @@ def _avro_to_arrow(block: LogBlock, payload: memoryview, count: int, columns: Se
         raise CorruptFileError(f"{block.where()}: SCHEMA header is not an Avro record schema: {e!r}") from e
     if columns is not None:
         columns = [c for c in columns if c in present]
-    return decode_avro_records(schema_json, payload, count, columns=columns, path=block.where())
+    return decode_avro_records(schema_json, payload, count, columns=columns, path=block.where(), lengths=lengths)
 
 
 @lru_cache(maxsize=64)

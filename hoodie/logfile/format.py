@@ -12,7 +12,7 @@ import enum
 import posixpath
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 #: Every block starts with these six bytes (``HoodieLogFormat.MAGIC``).
@@ -140,6 +140,9 @@ class LogBlock:
     offset: int
     size: int
     path: str
+    #: the layout of ``content`` as the reader checked it (:func:`.blocks.check_block`; an Avro data block: where
+    #: its records start and their lengths), so decoding does not walk the records again; None when not checked
+    layout: Any = field(default=None, compare=False, repr=False)
 
     @property
     def instant_time(self) -> str | None:

@@ -13,7 +13,7 @@ anything is decoded, a framed block must be one Hudi could have written: its hea
 the framed span exactly, its type and header keys are known, the header holds the keys its type carries
 with values of the right kind (instant times, an Avro record schema, the rollback command type; see
 :func:`~.format.header_problem`), the footer is empty (Hudi defines no footer keys) and the content's own
-lengths, counts and version agree with its bytes (:func:`~.blocks.block_problem`). A block failing that is
+lengths, counts and version agree with its bytes (:func:`~.blocks.check_block`). A block failing that is
 CORRUPT here, spanning exactly its framed bytes (Hudi would crash or mis-read it: a DELETE block whose type
 was flipped to COMMAND would otherwise drop its deletes), so a block we yield re-encodes to exactly the
 bytes on disk and is structurally sound; only damage inside values, which the format has no checksum to
@@ -31,9 +31,10 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ...errors import CorruptFileError
-from .blocks import block_problem
+from .blocks import check_block
 from .format import LOG_FORMAT_VERSION, MAGIC, BlockType, HeaderKey, LogBlock
 
 log = logging.getLogger(__name__)
@@ -80,11 +81,11 @@ def iter_blocks(data: bytes, path: str, *, strict: bool = False) -> Iterator[Log
             else:
                 try:
                     block = _parse(data, view, pos, end, path)
-                    reason = block_problem(block)
+                    reason, layout = check_block(block)
                 except _Invalid as e:
                     reason = str(e)
                 if reason is None:
-                    yield block
+                    yield replace(block, layout=layout)
                     pos = end
                     continue
                 if strict:

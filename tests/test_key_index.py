@@ -13,6 +13,12 @@ from hudi_streaming.hoodie import merge
 from hudi_streaming.hoodie.merge import KeyIndex
 
 
+@pytest.fixture(autouse=True)
+def hashed_from_the_first_key(monkeypatch):
+    """The hashed lookup whatever the number of keys (it starts at 131,072 keys otherwise)."""
+    monkeypatch.setattr(KeyIndex, "HASHED_FROM", 0)
+
+
 def _index_in(probe: pa.Array, keys: pa.Array) -> list[int]:
     return pc.fill_null(pc.index_in(probe, value_set=keys), -1).to_pylist()
 
@@ -44,22 +50,27 @@ def test_a_probe_colliding_with_a_key_is_no_match(monkeypatch):
     assert index.slots(probe).tolist() == [-1, 1, -1, 2, -1, 0, 1] == _index_in(probe, keys)
 
 
-def test_keys_sharing_a_hash_or_nulls_fall_back_to_index_in(monkeypatch):
+def test_keys_sharing_a_hash_fall_back_to_index_in(monkeypatch):
     monkeypatch.setattr(merge, "_hashes", _by_length)
     keys = pa.array(["ab", "cd", "e"])
     index = KeyIndex(keys)
     assert index.order is None  # "ab" and "cd" collide: a hit on one could hide the other
     probe = pa.array(["cd", "ab", "zz", "e"])
     assert index.slots(probe).tolist() == [1, 0, -1, 2]
-    monkeypatch.undo()
+
+
+def test_null_keys_fall_back_to_index_in():
     with_null = pa.array(["a", None, "b"])
     assert KeyIndex(with_null).slots(pa.array([None, "b", "c"])).tolist() == [1, 2, -1]
     assert KeyIndex(pa.array(["a", "b"])).slots(pa.array([None, "b"])).tolist() == [-1, 1]
 
 
-def test_without_polars_it_is_index_in(monkeypatch):
-    monkeypatch.setattr(merge, "polars", None)
+def test_without_polars_or_with_few_keys_it_is_index_in(monkeypatch):
     keys = pa.array(["k1", "k2", "k3"])
+    monkeypatch.setattr(KeyIndex, "HASHED_FROM", 4)
+    assert KeyIndex(keys).order is None
+    monkeypatch.setattr(KeyIndex, "HASHED_FROM", 0)
+    monkeypatch.setattr(merge, "polars", None)
     index = KeyIndex(keys)
     assert index.order is None
     assert index.slots(pa.array(["k3", "k0", "k1"])).tolist() == [2, -1, 0]

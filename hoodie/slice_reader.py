@@ -13,6 +13,7 @@ import datetime as dt
 import enum
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -150,6 +151,7 @@ def slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None, 
             return Piece(rows, none_deleted, rows if before is not None else None)
         yield from map(unmerged, _base_pieces(req, fs))
         return
+    base_pieces = _read_ahead(_base_pieces(req, fs))  # the first piece is read while the log is decoded
     cfg = req.table.config
     is_committed = req.table.is_committed if cfg.version < 8 else None
     blocks = scan_blocks(req.table.storage, [(lf.path, lf.size) for lf in fs.log_files], req.max_instant,
@@ -188,7 +190,7 @@ def slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None, 
         if merge is None:
             return finish(base, base, none_deleted)
         return finish(base, *merge.piece(base, req.key_array(base), req.ordering_arrays(base), with_deletes))
-    yield from map(merged, _base_pieces(req, fs))
+    yield from map(merged, base_pieces)
     if merge is not None:
         yield finish(None, *merge.tail(with_deletes))
     elif log is not None:  # skip-merge: every log record after the base rows, unmerged
@@ -221,6 +223,25 @@ def _base_pieces(req: SliceRead, fs: FileSlice) -> Iterator[pa.Table]:
             yield align(_first_rows(held, PIECE_ROWS), req.schema)
     if n:
         yield align(pa.Table.from_batches(held), req.schema)
+
+
+def _read_ahead(pieces: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    """``pieces``, the next one always being read in a thread of its own while the caller works on the one it has
+    (the first is asked for at once): Arrow decodes the base file without the GIL, so the read overlaps the log's
+    decode and each piece's merge. Two pieces are held at a time, the current one and the next."""
+    reader = ThreadPoolExecutor(1, thread_name_prefix="hoodie-base")
+    pending = reader.submit(next, pieces, None)
+
+    def ahead() -> Iterator[pa.Table]:
+        nonlocal pending
+        try:
+            while (piece := pending.result()) is not None:
+                pending = reader.submit(next, pieces, None)
+                yield piece
+                del piece  # not held while the next one is awaited
+        finally:
+            reader.shutdown(wait=False)
+    return ahead()
 
 
 def _first_rows(held: list[pa.RecordBatch], rows: int) -> pa.Table:

@@ -260,15 +260,21 @@ class StreamMonitor:
                         self.table.url, e.requested_time, "; ".join(allowed))
 
     def _round(self, instants: list[TimelineEntry]) -> list[TimelineEntry]:
-        """Cut a planning round before the first instant that rewrites file groups without changing data.
+        """Cut a planning round before the first instant that rewrites or replaces file groups.
 
         A skipped compaction, clustering or insert overwrite may replace the file groups earlier instants of
         the round wrote; planning those instants as of the rewrite would read the new groups, which the round
         does not list. A rewrite therefore forms a round of its own (it moves the cursor, delivers nothing).
+        A delivered insert overwrite replaces groups too, so the round ends before it and it starts the next one
+        (the groups it replaced are read as of itself, as deletes; its new groups like any write's): in one round
+        with the writes before it, their groups were gone from the round's view and the stream failed with a
+        false "no longer readable" (a stream that fell behind an insert overwrite).
         """
         for i, e in enumerate(instants):
             if self._rewrites(e):
                 return instants[:i] if i else instants[:1]
+            if i and e.action is Action.REPLACE_COMMIT:
+                return instants[:i]
         return instants
 
     def _rewrites(self, e: TimelineEntry) -> bool:

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from soak import first_write  # the stream starts at the first commit, as the soak's does
+
 from hudi_streaming.hoodie.table import HudiTable
 from hudi_streaming.streaming.driver import BatchLimit, StreamDriver, make_offset, source_schema
 from hudi_streaming.streaming.options import parse_options
@@ -48,17 +50,9 @@ def start_writer(url: str, args: argparse.Namespace, log: Path) -> subprocess.Po
         return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
 
 
-def first_write(url: str, writer: subprocess.Popen) -> str:
-    """The first completed write's requested time, once there is one: the stream starts there and so plans
-    every commit as a change."""
-    while True:
-        if Path(url, ".hoodie", "hoodie.properties").exists():
-            writes = HudiTable(url).timeline.completed_writes()
-            if writes:
-                return writes[0].requested_time
-        if writer.poll() is not None:
-            raise SystemExit(f"the writer ended ({writer.returncode}) before its first commit")
-        time.sleep(0.2)
+def writer_alive(writer: subprocess.Popen) -> None:
+    if writer.poll() is not None:
+        raise SystemExit(f"the writer ended ({writer.returncode}) before its first commit")
 
 
 def completed_writes(url: str) -> int:
@@ -81,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
     try:
         opts = parse_options({"path": url, "stateLocation": str(root / "state"), "emitDeletes": "true",
-                              "startingInstant": first_write(url, writer)})
+                              "startingInstant": first_write(Path(url), lambda: writer_alive(writer))})
         driver = StreamDriver(opts, source_schema(opts))
         start, planned, batches = make_offset(0, 0), 0, 0
         samples: list[tuple[float, int, int, float, int]] = []
@@ -117,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the writer failed ({writer.returncode}): see {root / 'writer.log'}")
         return 1
     warm = [s[3] for s in samples if 0.2 * written <= s[2] <= 0.4 * written]
-    warm_rss = sum(warm) / len(warm) if warm else samples[1][3]
+    warm_rss = sum(warm) / len(warm) if warm else samples[-1][3]  # a run too short to sample while warm
     end_rss, peak = samples[-1][3], max(s[3] for s in samples)
     growth = end_rss / warm_rss
     ok = growth <= 1.10

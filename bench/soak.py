@@ -47,6 +47,7 @@ import threading
 import time
 import types
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -181,18 +182,16 @@ def write_late_pair(gen, table: Path, rng: random.Random) -> None:
           f"after step {second.number} ({second.instant})", flush=True)
 
 
-def reveal_late(table: Path) -> list[str]:
+def reveal_late(table: Path) -> None:
     """Move completed files written aside into the timeline (a torn one, never finished, is dropped: its write
     stays pending and is rolled back)."""
     aside = late_folder(table)
     if not aside.exists():
-        return []
+        return
     for torn in aside.glob(".*.tmp"):
         torn.unlink()
-    names = sorted(p.name for p in aside.iterdir())
-    for name in names:
+    for name in sorted(p.name for p in aside.iterdir()):
         os.rename(aside / name, table / ".hoodie" / "timeline" / name)
-    return names
 
 
 def busy_file(table: Path) -> Path:
@@ -361,9 +360,10 @@ def model_feed(table: Path) -> tuple[list[tuple], int]:
     return change_feed(steps), len(steps)
 
 
-def first_write(table: Path) -> str:
+def first_write(table: Path, check: Callable[[], None] = lambda: None) -> str:
     """The requested time of the table's first completed write, once the writer has made it: the stream starts
-    there, so that it delivers every step as a change (a start from ``earliest`` would be a snapshot)."""
+    there, so that it delivers every step as a change (a start from ``earliest`` would be a snapshot). ``check``
+    runs while it waits, and raises to give up (a writer that died)."""
     from hudi_streaming import HudiTable
 
     while True:
@@ -371,7 +371,8 @@ def first_write(table: Path) -> str:
             writes = HudiTable(str(table)).timeline.completed_writes()
             if writes:
                 return writes[0].requested_time
-        time.sleep(0.5)
+        check()
+        time.sleep(0.2)
 
 
 def actions(table: Path) -> tuple[Counter, int]:

@@ -151,7 +151,8 @@ def slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None, 
             return Piece(rows, none_deleted, rows if before is not None else None)
         yield from map(unmerged, _base_pieces(req, fs))
         return
-    base_pieces = _read_ahead(_base_pieces(req, fs))  # the first piece is read while the log is decoded
+    # the first piece is read while the log is decoded (a slice of log files only has no piece to read ahead)
+    base_pieces = _read_ahead(_base_pieces(req, fs)) if fs.base_file is not None else iter(())
     cfg = req.table.config
     is_committed = req.table.is_committed if cfg.version < 8 else None
     blocks = scan_blocks(req.table.storage, [(lf.path, lf.size) for lf in fs.log_files], req.max_instant,

@@ -510,7 +510,7 @@ def _hudi_slice_setup(path: str):
     return lambda: reader.read_file_slice(fs)
 
 
-def _ours_stream_setup(path: str):
+def _ours_stream_setup(path: str, storage_options: dict | None = None):
     """What a Spark task of this source runs on the slice, as a function returning its batch iterator.
 
     Driver side, as ``streaming.driver.plan_batch_read`` does for ``spark.read``: plan the snapshot's slices, make
@@ -527,7 +527,7 @@ def _ours_stream_setup(path: str):
     from hudi_streaming.streaming.consumer import SplitRange, consume, output_schema, read_columns
     from hudi_streaming.streaming.options import Deletes
 
-    driver_table = HudiTable(path)
+    driver_table = HudiTable(path, storage_options)
     slices, max_instant, _ = plan_slices(driver_table)
     if len(slices) != 1:
         raise SystemExit(f"ours plans {len(slices)} file slices, expected 1")
@@ -535,7 +535,7 @@ def _ours_stream_setup(path: str):
     split = StreamMonitor(driver_table, MonitorOptions()).split_of(slices[0], None, max_instant, est_rows=0)
     columns = read_columns(driver_table, target)
     del driver_table, slices
-    task_table = HudiTable(path)
+    task_table = HudiTable(path, storage_options)
     return lambda: consume(task_table, [SplitRange(split, 0, None)], target, columns, target, deletes=Deletes.FAIL,
                            changelog=False, merge_type="payload_combine", mini_batch=MINI_BATCH)
 

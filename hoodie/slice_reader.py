@@ -208,14 +208,15 @@ def _base_pieces(req: SliceRead, fs: FileSlice) -> Iterator[pa.Table]:
     one shorter; nothing for a slice without a base file."""
     if fs.base_file is None:
         return
-    pf = req.table.storage.parquet_file(fs.base_file.path)
+    storage = req.table.storage
+    pf = storage.parquet_file(fs.base_file.path)
     present = [c for c in req.schema.names if c in pf.schema_arrow.names]
     if not present:  # nothing to read but the row count
-        yield align(pf.read(columns=[]), req.schema)
+        yield align(pf.read(columns=[], use_threads=storage.arrow_threads), req.schema)
         return
     held: list[pa.RecordBatch] = []  # the rows read and not handed on yet, and nothing else
     n = 0
-    for batch in pf.iter_batches(batch_size=PIECE_ROWS, columns=present):
+    for batch in pf.iter_batches(batch_size=PIECE_ROWS, columns=present, use_threads=storage.arrow_threads):
         held.append(batch)
         n += batch.num_rows
         del batch  # not kept alive by the loop while the next batch is read

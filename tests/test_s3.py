@@ -8,17 +8,22 @@ prints a streaming relation's options.
 from __future__ import annotations
 
 import json
+import random
+import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 import s3fs
 from s3_server import KEY, REGION, SECRET, S3Server
 
 from hudi_streaming import OptionError, hoodie
+from hudi_streaming.hoodie import storage
 from hudi_streaming.hoodie.storage import Storage
+from hudi_streaming.hoodie.writer import create_table
 from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
 from hudi_streaming.streaming.options import parse_options
 from hudi_streaming.streaming.storage_options import storage_options
@@ -57,13 +62,91 @@ def aws_env(monkeypatch, tmp_path):
                                   "mor_parquet__v6_simplekeygen_nonhivestyle", "mor_avro__v8_mor_boundary_windows",
                                   "mor_avro__v9_txns_simple_meta", "cow__v9_txns_nonpart_meta",
                                   "mor_avro__v9_mor_compacted_incremental"])
-def test_a_table_on_s3_reads_exactly_as_the_same_table_on_disk(name, s3, unzip_fixture):
+@pytest.mark.parametrize("fetch", ["whole", "ranged"])
+def test_a_table_on_s3_reads_exactly_as_the_same_table_on_disk(name, fetch, s3, unzip_fixture, monkeypatch):
+    """Both ways parquet files come from an object store: small objects in one request, larger ones a column
+    buffer per request (forced here with a 0-byte threshold and 4 KiB buffers: many requests per column)."""
+    if fetch == "ranged":
+        monkeypatch.setattr(storage, "WHOLE_FETCH_MAX", 0)
+        monkeypatch.setattr(storage, "REMOTE_READ_BUFFER", 4096)
     local = str(unzip_fixture(name).table)
     url = s3.upload(Path(local), f"fixtures/{name}")
     expected = hoodie.read_table(local)
     assert expected.num_rows > 0
     assert hoodie.read_table(url, storage_options=s3.storage_options).equals(expected)
 
+
+@pytest.fixture
+def fetched(monkeypatch):
+    """The byte ranges s3fs fetches from objects, as (key, start, end), in order."""
+    ranges: list[tuple[str, int, int]] = []
+    fetch_range = s3fs.core.S3File._fetch_range
+
+    def recorded(self, start, end):
+        ranges.append((self.key, start, end))
+        return fetch_range(self, start, end)
+    monkeypatch.setattr(s3fs.core.S3File, "_fetch_range", recorded)
+    return ranges
+
+
+def _large_base_table(path: Path, rows: int, payload_bytes: int) -> Path:
+    """A v9 MOR table of one file group whose base file is about ``rows * payload_bytes`` bytes (random payloads
+    do not compress away), with an upsert of every 100th key in a log file; returns the base file."""
+    rng = random.Random(5)
+    schema = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("payload", pa.string())])
+
+    def batch(keys: range, ts: int) -> pa.Table:
+        return pa.table({"uuid": [f"k{k:06d}" for k in keys], "ts": [ts] * len(keys),
+                         "payload": [rng.randbytes(payload_bytes // 2).hex() for _ in keys]}, schema=schema)
+    writer = create_table(str(path), "large_base", schema, "uuid", [], "ts", table_type="MERGE_ON_READ", version=9)
+    writer.insert(batch(range(rows), 1))
+    writer.upsert(batch(range(0, rows, 100), 2))
+    (base,) = (p for p in path.rglob("*.parquet") if ".hoodie" not in p.parts)
+    return base
+
+
+def test_a_large_base_file_on_s3_is_read_a_buffer_at_a_time_and_never_whole(s3, tmp_path, fetched, monkeypatch):
+    """A task's memory must not grow with the object: above the whole-fetch size a base file is read in ranged
+    requests of at most one buffer, each byte about once, and a footer read (the planner's row count) fetches the
+    footer only."""
+    monkeypatch.setattr(storage, "WHOLE_FETCH_MAX", 64 << 10)
+    monkeypatch.setattr(storage, "REMOTE_READ_BUFFER", 32 << 10)
+    base = _large_base_table(tmp_path / "t", 20000, 120)
+    url = s3.upload(tmp_path / "t", "large-base")
+    size = base.stat().st_size
+    assert size > 16 * (64 << 10), "the base file must be well above the whole-fetch size"
+    expected = hoodie.read_table(str(tmp_path / "t"))
+
+    assert hoodie.read_table(url, storage_options=s3.storage_options).equals(expected)
+    reads = [(start, end) for key, start, end in fetched if key.endswith(base.name)]
+    assert len(reads) > 8
+    # a request is a buffer, or one data page where a page is larger (a page is decoded whole), never the file
+    assert max(end - start for start, end in reads) < size / 2
+    assert sum(end - start for start, end in reads) < 1.5 * size
+
+    fetched.clear()
+    table = hoodie.HudiTable(url, s3.storage_options)
+    assert table.storage.parquet_file(base.name).metadata.num_rows == 20000
+    footer = sum(end - start for key, start, end in fetched if key.endswith(base.name))
+    assert 0 < footer < size / 4
+
+
+def test_a_process_that_read_parquet_in_ranged_requests_exits_cleanly(s3, unzip_fixture):
+    """Arrow reading parquet through a Python file object from its own threads aborts or hangs the interpreter
+    at exit now and then (apache/arrow#33975, #50482); ranged reads therefore run on the calling thread only.
+    Each run here reads every base file of a table that way (threshold 0) and exits the normal way."""
+    name = "mor_avro__v9_txns_simple_meta"
+    url = s3.upload(unzip_fixture(name).table, f"exit/{name}")
+    code = ("import sys, json\n"
+            "from hudi_streaming import hoodie\n"
+            "from hudi_streaming.hoodie import storage\n"
+            "storage.WHOLE_FETCH_MAX = 0\n"
+            "print(hoodie.read_table(sys.argv[1], storage_options=json.loads(sys.argv[2])).num_rows)\n")
+    for _ in range(3):
+        run = subprocess.run([sys.executable, "-c", code, url, json.dumps(s3.storage_options)],
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert int(run.stdout) > 0
 
 def test_an_incremental_read_on_s3_equals_the_one_on_disk(s3, unzip_fixture):
     name = "mor_avro__v9_txns_simple_meta"
@@ -86,6 +169,24 @@ def test_spark_reads_a_table_on_s3_with_hadoop_option_names(spark, s3, unzip_fix
     assert sorted(got.column(key).to_pylist()) == sorted(expected.column(key).to_pylist())
     assert got.num_rows == expected.num_rows > 0
 
+
+
+def test_spark_streams_a_base_file_above_the_whole_fetch_size_from_s3(spark, s3, tmp_path):
+    """The ranged reads where users run them: Spark's Python workers read a base file larger than
+    ``WHOLE_FETCH_MAX`` (a request per column buffer, on the worker's own thread) and deliver the table."""
+    base = _large_base_table(tmp_path / "t", 30000, 1200)
+    assert base.stat().st_size > storage.WHOLE_FETCH_MAX
+    url = s3.upload(tmp_path / "t", "spark-large-base")
+    got: list = []
+    query = (spark.readStream.format("hudi_streaming").options(**s3.spark_options)
+             .option("stateLocation", str(tmp_path / "state")).load(url).writeStream
+             .foreachBatch(lambda df, _: got.extend(df.select("uuid", "ts").collect()))
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    query.awaitTermination()
+    expected = hoodie.read_table(str(tmp_path / "t"))
+    assert sorted((r.uuid, r.ts) for r in got) == sorted(zip(expected.column("uuid").to_pylist(),
+                                                             expected.column("ts").to_pylist()))
+    assert len(got) == 30000
 
 def test_credentials_and_endpoint_from_the_aws_environment_variables(s3, unzip_fixture, aws_env):
     """No credential options at all, or empty ones (a templated config): botocore's environment applies."""

@@ -625,7 +625,7 @@ def _record_lengths(view: memoryview, count: int, path: str) -> list[int]:
 
 
 def _misread(table: pa.Table, plan: _Plan, view: memoryview, lengths: list[int]) -> str | None:
-    """Why ``table`` (every field, as polars built it) is not what the records' bytes hold, or None.
+    """Why ``table`` (every field, of ``plan.whole``) is not what the records' bytes hold, or None.
 
     A decode is right exactly when its values encode back to the very bytes of each record
     (:mod:`.avro_canonical`, which compares the values with the bytes in place): that catches what a lenient
@@ -633,8 +633,6 @@ def _misread(table: pa.Table, plan: _Plan, view: memoryview, lengths: list[int])
     value, and invalid UTF-8 besides.
     """
     try:
-        if table.schema != plan.whole:
-            table = table.cast(plan.whole)
         table.validate(full=True)
         if table.num_rows < VECTOR_CHECK_MIN_RECORDS:  # numpy's cost per call outweighs a few records
             return _rows_misread(table.cast(plan.whole_raw).to_pylist(), plan, view, lengths)
@@ -702,8 +700,8 @@ def _decode_fastavro(plan: _Plan, view: memoryview, lengths: list[int], path: st
 
 
 def _decode_polars(plan: _Plan, view: memoryview, lengths: list[int]) -> pa.Table | None:
-    """Fast decoder (module docstring): every field in polars' types for ``plan.whole``, or None if polars
-    cannot do it.
+    """Fast decoder (module docstring): every field, of ``plan.whole``'s types, or None if polars cannot do it
+    (a value that does not cast to them included).
 
     polars releases the GIL while it decodes, so a large block is cut into a few runs of records decoded in
     parallel threads.
@@ -730,7 +728,10 @@ def _decode_polars_run(plan: _Plan, view: memoryview, lengths: list[int]) -> pa.
     try:
         frame = polars.read_avro(io.BufferedReader(ocf))
         table = frame.to_arrow(compat_level=polars.CompatLevel.newest())  # string views: the cheapest export
-        return table.select(plan.whole.names) if table.num_rows == len(lengths) else None
+        del frame
+        # cast here, once: the proof and the target both take plan.whole's types (the projection of it is
+        # plan.decoded, so _to_target casts nothing more)
+        return table.select(plan.whole.names).cast(plan.whole) if table.num_rows == len(lengths) else None
     except (Exception, _PolarsPanic):  # a panic is a BaseException
         return None
 

@@ -84,8 +84,9 @@ class ArchivedTimeline:
         for name in files:
             rel = f"{folder}/{name}"
             try:
-                t = self.storage.parquet_file(rel).read(columns=["instantTime", "completionTime", "action",
-                                                                  "metadata"])
+                t = self.storage.parquet_file(rel).read(
+                    columns=["instantTime", "completionTime", "action", "metadata"],
+                    use_threads=self.storage.arrow_threads)
             except FileNotFoundError:
                 raise CorruptFileError(f"{self.storage.url}/{rel}: listed in the LSM manifest but missing") from None
             except Exception as e:

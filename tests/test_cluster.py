@@ -187,7 +187,7 @@ def cluster(tmp_path_factory, wheel_venv):
             try:
                 with urllib.request.urlopen(c.webui, timeout=5) as r:
                     return json.load(r)["aliveworkers"] == len(WORKERS)
-            except OSError:
+            except (OSError, ValueError):  # not listening yet, or a starting UI's empty answer (not JSON)
                 return False
 
         wait_for(registered, "both workers to register with the master", *daemons)

@@ -15,7 +15,12 @@ Python workers costs more than its own parquet scan, and one more string column 
 is held against it; the ratio to the first is printed beside it. One cold round first, then ``--repeat`` warm
 rounds; the best warm run of each counts (two cores shared by the JVM and Python workers make single runs vary
 by ±10–30 %; the median is printed too). The stream is reported end to end (query start-up included) and
-inside its batches (the ``addBatch`` time of its progress reports: steady-state throughput).
+inside its batches (the ``addBatch`` time of its progress reports: steady-state throughput). Each warm round's
+own ratio (the bare source and the stream run one after the other) is printed too, with its median: steadier than
+the ratio of two best runs, each of which may be a lucky one.
+
+Last, without Spark: the CPU seconds of what each reader's tasks do in Python for the whole table, and of two
+parts of the stream's (its base files alone, its log files alone): where the stream's extra work is.
 
     python bench/bench_stream.py [--rows 1000000] [--updates 100000] [--repeat 3] [--max-rows-per-trigger 0]
 """
@@ -64,18 +69,36 @@ def build(table: str, rows: int, updates: int, group_rows: int) -> None:
         w.upsert(batch(rng.choice(rows, size=updates, replace=False), 2))
 
 
-def _bare_source(files: list[str], name: str, change_type: bool):
-    """A streaming source that yields the base files' parquet batches and nothing else (one batch, one task a
-    file); with ``change_type``, also the stream's ``_change_type`` column, one constant value made the cheapest
-    way (``pa.repeat``): the rows the stream delivers, without reading a log or merging anything."""
+def bare_schema(files: list[str], change_type: bool):
+    """The bare source's rows: the base files' columns, with ``change_type`` the stream's ``_change_type`` too."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    arrow_schema = pq.read_schema(files[0]).remove_metadata()
+    return arrow_schema.append(pa.field("_change_type", pa.string())) if change_type else arrow_schema
+
+
+def bare_batches(path: str, arrow_schema, change_type: bool):
+    """What the bare source's task yields for one base file: its parquet batches, with ``change_type`` one
+    constant ``_change_type`` made the cheapest way (``pa.repeat``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for batch in pq.ParquetFile(path).iter_batches(65536):
+        if change_type:
+            kinds = pa.repeat(pa.scalar("insert", pa.string()), batch.num_rows)
+            batch = pa.RecordBatch.from_arrays([*batch.columns, kinds], schema=arrow_schema)
+        yield batch
+
+
+def _bare_source(files: list[str], name: str, change_type: bool):
+    """A streaming source that yields the base files' parquet batches and nothing else (one batch, one task a
+    file); with ``change_type``, also the stream's ``_change_type`` column: the rows the stream delivers, without
+    reading a log or merging anything."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    arrow_schema = pq.read_schema(files[0]).remove_metadata()
-    if change_type:
-        arrow_schema = arrow_schema.append(pa.field("_change_type", pa.string()))
+    arrow_schema = bare_schema(files, change_type)
     schema = from_arrow_schema(arrow_schema)
 
     class FilePartition(InputPartition):
@@ -96,11 +119,7 @@ def _bare_source(files: list[str], name: str, change_type: bool):
             pass
 
         def read(self, partition):
-            for batch in pq.ParquetFile(partition.path).iter_batches(65536):
-                if change_type:
-                    kinds = pa.repeat(pa.scalar("insert", pa.string()), batch.num_rows)
-                    batch = pa.RecordBatch.from_arrays([*batch.columns, kinds], schema=arrow_schema)
-                yield batch
+            return bare_batches(partition.path, arrow_schema, change_type)
 
     class BareParquet(DataSource):
         @classmethod
@@ -114,6 +133,61 @@ def _bare_source(files: list[str], name: str, change_type: bool):
             return Reader()
 
     return BareParquet
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process
+    return usage.ru_utime + usage.ru_stime
+
+
+def task_cpu_split(table: str, files: list[str], repeat: int) -> dict[str, float]:
+    """CPU seconds (best of ``repeat``, this process, every thread) of what the tasks of each reader do for the
+    whole table, without Spark: the bare source's batches with ``_change_type``; the stream's tasks (its
+    ``read()`` of each partition ``spark.read`` plans, one snapshot split per file group: the same merged rows as
+    the AvailableNow query); and two parts of those tasks, each over the same file slices: the base files alone
+    (a read-optimized read, in the same pieces) and the log files alone (the slices without their base file:
+    framing, Avro decode and the fold of each key's versions). What the task takes beyond the two parts is the
+    merge of the log onto the base rows and the change type."""
+    from dataclasses import replace
+
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from hudi_streaming.hoodie.slice_reader import SliceRead, slice_pieces
+    from hudi_streaming.streaming.consumer import file_slice
+    from hudi_streaming.streaming.driver import plan_batch_read
+    from hudi_streaming.streaming.source import FileGroupPartition, HudiStreamingDataSource, _task_table
+
+    source = HudiStreamingDataSource({"path": table, "stateLocation": "unused", "miniBatchSize": "65536"})
+    schema = source.schema()
+    reader = source.streamReader(schema)
+    parts = plan_batch_read(reader.opts, to_arrow_schema(schema, timezone="UTC"), FileGroupPartition)
+    slices = [(_task_table(reader.opts, p), p.columns, r.split) for p in parts for r in p.ranges]
+    kinds = bare_schema(files, change_type=True)
+
+    def pieces(read_optimized: bool, logs_only: bool) -> None:
+        for hudi_table, columns, split in slices:
+            fs = file_slice(split)
+            for _ in slice_pieces(SliceRead(hudi_table, columns, split.max_instant, read_optimized=read_optimized),
+                                  replace(fs, base_file=None) if logs_only else fs):
+                pass
+
+    readers = {
+        "bare source's tasks (+ _change_type)": lambda: [b for f in files for b in bare_batches(f, kinds, True)],
+        "stream's tasks (read() of each split)": lambda: [b for p in parts for b in reader.read(p)],
+        "  of which: base files alone": lambda: pieces(read_optimized=True, logs_only=False),
+        "  of which: log files alone (decode, fold)": lambda: pieces(read_optimized=False, logs_only=True),
+    }
+    best = {}
+    for name, fn in readers.items():
+        runs = []
+        for _ in range(repeat):
+            before = _cpu_seconds()
+            fn()
+            runs.append(_cpu_seconds() - before)
+        best[name] = min(runs)
+    return best
 
 
 def main() -> None:
@@ -198,7 +272,15 @@ def main() -> None:
           f"{rate(stream, True) / rate(BARE, True):.2f}x end to end; {rate(stream) / rate(BARE_BASE):.2f}x the bare "
           f"source with the base columns only, whose rate the _change_type column alone takes to "
           f"{rate(BARE) / rate(BARE_BASE):.2f}x")
+    rounds = [bare[2] / ours[2] for bare, ours in zip(warm[BARE], warm[stream])]
+    print(f"per warm round, bare source with the stream's columns / stream time in batches (same round, one after "
+          f"the other): {', '.join(f'{r:.2f}' for r in rounds)}; median {statistics.median(rounds):.2f}x")
     spark.stop()
+    split = task_cpu_split(table, base_files, repeat=5)
+    bare_cpu = split["bare source's tasks (+ _change_type)"]
+    print("CPU seconds of the tasks' Python work for the whole table, without Spark (this process, best of 5):")
+    for name, cpu in split.items():
+        print(f"  {name:<44} {cpu:6.3f} s  {cpu / bare_cpu:5.2f}x the bare source's")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -15,9 +15,9 @@ split, batches dropped as they come: bench_slice_read's streaming path) against 
 It prints the best wall time of ``--repeat`` runs, the peak RSS growth (the worker's VmHWM minus its RSS before
 the first read; not ``ru_maxrss``, which a process started from this one inherits across ``exec``), the requests
 and bytes fetched from the base file, and at the end how each way's growth scales from the first size to the
-last. Target (issue 12's, now on an object store): the ranged task's growth
-from 1M to 4M base rows < 1.25x. Loopback has no latency, so the times say what the requests cost in CPU, not
-what they cost against a real store's ~20-50 ms a request.
+last. Target (issue 12's, now on an object store): the ranged task's growth from 1M to 4M base rows < 1.25x.
+Loopback has no latency, so the times say what the requests cost in CPU, not what they cost against a real
+store's ~20-50 ms a request.
 """
 from __future__ import annotations
 

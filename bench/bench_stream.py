@@ -27,6 +27,7 @@ parts of the stream's (its base files alone, its log files alone): where the str
 from __future__ import annotations
 
 import argparse
+import collections
 import glob
 import os
 import shutil
@@ -135,13 +136,6 @@ def _bare_source(files: list[str], name: str, change_type: bool):
     return BareParquet
 
 
-def _cpu_seconds() -> float:
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process
-    return usage.ru_utime + usage.ru_stime
-
-
 def task_cpu_split(table: str, files: list[str], repeat: int) -> dict[str, float]:
     """CPU seconds (best of ``repeat``, this process, every thread) of what the tasks of each reader do for the
     whole table, without Spark: the bare source's batches with ``_change_type``; the stream's tasks (its
@@ -166,28 +160,24 @@ def task_cpu_split(table: str, files: list[str], repeat: int) -> dict[str, float
     slices = [(_task_table(reader.opts, p), p.columns, r.split) for p in parts for r in p.ranges]
     kinds = bare_schema(files, change_type=True)
 
-    def pieces(read_optimized: bool, logs_only: bool) -> None:
+    def pieces(read_optimized: bool, logs_only: bool):
         for hudi_table, columns, split in slices:
             fs = file_slice(split)
-            for _ in slice_pieces(SliceRead(hudi_table, columns, split.max_instant, read_optimized=read_optimized),
-                                  replace(fs, base_file=None) if logs_only else fs):
-                pass
+            yield from slice_pieces(SliceRead(hudi_table, columns, split.max_instant, read_optimized=read_optimized),
+                                    replace(fs, base_file=None) if logs_only else fs)
 
-    readers = {
-        "bare source's tasks (+ _change_type)": lambda: [b for f in files for b in bare_batches(f, kinds, True)],
-        "stream's tasks (read() of each split)": lambda: [b for p in parts for b in reader.read(p)],
+    readers = {  # each drained as a task drains it: nothing kept
+        "bare source's tasks (+ _change_type)": lambda: (b for f in files for b in bare_batches(f, kinds, True)),
+        "stream's tasks (read() of each split)": lambda: (b for p in parts for b in reader.read(p)),
         "  of which: base files alone": lambda: pieces(read_optimized=True, logs_only=False),
         "  of which: log files alone (decode, fold)": lambda: pieces(read_optimized=False, logs_only=True),
     }
-    best = {}
-    for name, fn in readers.items():
-        runs = []
-        for _ in range(repeat):
-            before = _cpu_seconds()
-            fn()
-            runs.append(_cpu_seconds() - before)
-        best[name] = min(runs)
-    return best
+
+    def cpu(items) -> float:
+        before = time.process_time()  # every thread of this process
+        collections.deque(items(), maxlen=0)
+        return time.process_time() - before
+    return {name: min(cpu(items) for _ in range(repeat)) for name, items in readers.items()}
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ import zlib
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import CorruptFileError, InvalidTableContentError, UnsupportedTableError
+from .base_file import FORMATS as BASE_FILE_FORMATS
 from .logfile.avro_arrow import record_schema_problem
 from .storage import Storage, safe_relpath
 
@@ -202,9 +203,9 @@ class TableConfig(BaseModel):
                                         f"(supported: {', '.join(map(str, SUPPORTED_VERSIONS))})")
         base_format = (props.get("hoodie.table.base.file.format") or props.get("hoodie.table.ro.file.format")
                        or "PARQUET").upper()
-        if base_format != "PARQUET":
+        if base_format not in BASE_FILE_FORMATS:
             raise UnsupportedTableError(f"{where}: hoodie.table.base.file.format={base_format} is not supported "
-                                        "(only PARQUET base files can be read)")
+                                        f"(readable: {', '.join(BASE_FILE_FORMATS)})")
         if _bool(props.get("hoodie.table.multiple.base.file.formats.enable"), False):
             raise UnsupportedTableError(f"{where}: hoodie.table.multiple.base.file.formats.enable=true "
                                         "is not supported")

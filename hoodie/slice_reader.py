@@ -9,6 +9,7 @@ order — because the streaming consumer resumes a slice by skipping the first N
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import enum
 import json
@@ -22,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidTableContentError
+from .base_file import open_base_file
 from .config import OVERWRITE_WITH_LATEST, TableConfig
 from .fs_view import FileSlice
 from .logfile.blocks import decode_data_block, decode_delete_block
@@ -205,26 +207,27 @@ def _upserts(records: LogRecords | None) -> pa.Table | None:
 
 def _base_pieces(req: SliceRead, fs: FileSlice) -> Iterator[pa.Table]:
     """The base file's rows (``req.schema``'s columns) in pieces of exactly :data:`PIECE_ROWS` rows, the last
-    one shorter; nothing for a slice without a base file."""
+    one shorter; nothing for a slice without a base file. Any base file format (:mod:`.base_file`): the pieces
+    are cut from the format's batches, so they are the same rows whatever the format batches by."""
     if fs.base_file is None:
         return
-    storage = req.table.storage
-    pf = storage.parquet_file(fs.base_file.path)
-    present = [c for c in req.schema.names if c in pf.schema_arrow.names]
-    if not present:  # nothing to read but the row count
-        yield align(pf.read(columns=[], use_threads=storage.arrow_threads), req.schema)
-        return
-    held: list[pa.RecordBatch] = []  # the rows read and not handed on yet, and nothing else
-    n = 0
-    for batch in pf.iter_batches(batch_size=PIECE_ROWS, columns=present, use_threads=storage.arrow_threads):
-        held.append(batch)
-        n += batch.num_rows
-        del batch  # not kept alive by the loop while the next batch is read
-        while n >= PIECE_ROWS:
-            n -= PIECE_ROWS
-            yield align(_first_rows(held, PIECE_ROWS), req.schema)
-    if n:
-        yield align(pa.Table.from_batches(held), req.schema)
+    with contextlib.closing(open_base_file(req.table.storage, fs.base_file.path)) as f:
+        names = set(f.names)
+        present = [c for c in req.schema.names if c in names]
+        if not present:  # nothing to read but the row count
+            yield align(pa.table({"": pa.nulls(f.num_rows)}).select([]), req.schema)
+            return
+        held: list[pa.RecordBatch] = []  # the rows read and not handed on yet, and nothing else
+        n = 0
+        for batch in f.batches(present, PIECE_ROWS):
+            held.append(batch)
+            n += batch.num_rows
+            del batch  # not kept alive by the loop while the next batch is read
+            while n >= PIECE_ROWS:
+                n -= PIECE_ROWS
+                yield align(_first_rows(held, PIECE_ROWS), req.schema)
+        if n:
+            yield align(pa.Table.from_batches(held), req.schema)
 
 
 def _read_ahead(pieces: Iterator[pa.Table]) -> Iterator[pa.Table]:

@@ -19,7 +19,7 @@ import posixpath
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import IO, Concatenate, ParamSpec, TypeVar
 
 import fsspec
 import pyarrow as pa
@@ -119,32 +119,48 @@ class Storage:
         By default Arrow reads every column chunk of a row group whole before decoding its first page, and Hudi
         writes a base file as one big row group: a slice read in pieces would hold the whole file's compressed
         columns anyway (bench_slice_read: peak RSS growth 696 -> 484 MiB at 4M rows). So each column is read as
-        a stream of buffers (``buffer_size``, no ``pre_buffer``):
+        a stream of buffers (``buffer_size``, no ``pre_buffer``) from :meth:`input_file`: locally
+        :data:`PARQUET_READ_BUFFER` bytes per column, read and decoded by Arrow's threads; on an object store
+        :data:`REMOTE_READ_BUFFER` bytes per column and request (a small object is fetched whole instead).
+        """
+        source = self.input_file(rel)
+        if isinstance(source, pa.BufferReader):
+            return pq.ParquetFile(source)
+        return pq.ParquetFile(source, buffer_size=PARQUET_READ_BUFFER if self._local else REMOTE_READ_BUFFER,
+                              pre_buffer=False)
 
-        - local files through Arrow's own file system, :data:`PARQUET_READ_BUFFER` bytes per column, read and
-          decoded by Arrow's threads;
-        - object stores through fsspec with ranged requests (the footer, then :data:`REMOTE_READ_BUFFER` bytes
-          per column and request): a task's memory no longer grows with the object (before, a 120 MB base file
-          was fetched whole into each task). Objects up to :data:`WHOLE_FETCH_MAX` bytes are still fetched in
-          one request, which costs no more memory than the buffers and saves a request per column. A file object
-          of Python must be read from the calling thread only (Arrow threads calling back into Python now and
-          then abort the process at interpreter exit, apache/arrow#33975): readers pass
+    @_credentials_checked
+    def input_file(self, rel: str) -> pa.NativeFile | IO[bytes]:
+        """A file opened for Arrow's random-access readers (parquet, ORC), which read its footer and then the
+        ranges they decode, never the whole file unless it is small:
+
+        - local files through Arrow's own file system, read and decoded by Arrow's threads;
+        - object stores through fsspec with ranged requests: a task's memory does not grow with the object
+          (a 120 MB base file fetched whole into each task would). Objects up to :data:`WHOLE_FETCH_MAX` bytes
+          are fetched in one request, which costs no more memory than the buffers and saves a request per
+          column. A file object of Python must be read from the calling thread only (Arrow threads calling back
+          into Python now and then abort the process at interpreter exit, apache/arrow#33975): readers pass
           ``use_threads=storage.arrow_threads``.
         """
         if self._local:
-            return pq.ParquetFile(self.full(rel), filesystem=_LOCAL, buffer_size=PARQUET_READ_BUFFER,
-                                  pre_buffer=False)
+            return _LOCAL.open_input_file(self.full(rel))
         f = self.fs.open(self.full(rel), "rb", cache_type="none")  # no fsspec cache: each read is one request
         size = getattr(f, "size", None)
         if size is None or size <= WHOLE_FETCH_MAX:
             with f:
-                return pq.ParquetFile(pa.BufferReader(f.read()))
-        return pq.ParquetFile(f, buffer_size=REMOTE_READ_BUFFER, pre_buffer=False)
+                return pa.BufferReader(f.read())
+        return f
 
     @property
     def arrow_threads(self) -> bool:
-        """Whether Arrow's threads may read this store's parquet files (``use_threads``): local files only, see
-        :meth:`parquet_file`."""
+        """Whether Arrow's threads may read this store's files (``use_threads``): local files only, see
+        :meth:`input_file`."""
+        return self._local
+
+    @property
+    def local(self) -> bool:
+        """Whether the table is on the local file system (readers that cannot go through fsspec read it in
+        place)."""
         return self._local
 
     @property
@@ -239,7 +255,7 @@ _LOCAL = pafs.LocalFileSystem()
 PARQUET_READ_BUFFER = 1 << 20
 #: bytes an object-store parquet read asks for per request and column: fewer, larger requests than locally
 REMOTE_READ_BUFFER = 4 << 20
-#: objects up to this size are fetched whole, in one request (see :meth:`Storage.parquet_file`)
+#: objects up to this size are fetched whole, in one request (see :meth:`Storage.input_file`)
 WHOLE_FETCH_MAX = 16 << 20
 
 

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import DataLossError
+from ..hoodie.base_file import base_file_rows
 from ..hoodie.fs_view import FileSlice, FileSystemView
 from ..hoodie.logfile.blocks import decode_data_block, decode_delete_block
 from ..hoodie.logfile.format import BlockType, LogBlock, parse_log_file_name
@@ -380,7 +381,7 @@ class StreamMonitor:
 
     def _slice_rows(self, s: FileSlice) -> int:
         """An upper bound of the rows a whole file slice yields (a snapshot split, or every row of a replaced file
-        group as a delete): its base file's row count (parquet footer) plus every record of its log files."""
+        group as a delete): its base file's row count (its footer) plus every record of its log files."""
         return (self._file_rows(s.base_file.path) if s.base_file else 0) + sum(self._file_rows(lf.path)
                                                                                   for lf in s.log_files)
 
@@ -391,7 +392,7 @@ class StreamMonitor:
         storage = self.table.storage
         try:
             if parse_log_file_name(posixpath.basename(path)) is None:
-                return storage.parquet_file(path).metadata.num_rows
+                return base_file_rows(storage, path)
             return sum(_block_records(b) for b in read_log_file(storage, path))
         except FileNotFoundError:
             return 0

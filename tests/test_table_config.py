@@ -63,7 +63,7 @@ def test_v9_strategy_and_ordering_fields():
 
 
 @pytest.mark.parametrize("extra,needle", [
-    ("hoodie.table.base.file.format=LANCE\n", "hoodie.table.base.file.format=LANCE"),
+    ("hoodie.table.base.file.format=HFILE\n", "hoodie.table.base.file.format=HFILE"),
     ("hoodie.record.merge.mode=CUSTOM\n", "hoodie.record.merge.mode=CUSTOM"),
     ("hoodie.bootstrap.base.path=/x\n", "hoodie.bootstrap.base.path"),
 ])

@@ -1,0 +1,150 @@
+"""Our reads of a table Hudi wrote, step by step, against Hudi's own answers for that step.
+
+Each function returns the differences it found as one line each (an empty list when ours equals Hudi's), so a
+test can assert either "none" or exactly the differences listed in ``differences.py``:
+- :func:`snapshot_and_incremental`: our snapshot read after every step against Hudi's snapshot query, and our
+  incremental read of every range Hudi was asked (each pair of adjacent writes, and wider ranges);
+- :func:`stream`: our streaming source on the table revealed step by step, restarted from its state between
+  steps; replaying what it delivered (upserts and deletes) must rebuild Hudi's snapshot after each step;
+- :func:`cdc`: on CDC tables, our changelog (before and after images) against Hudi's CDC query.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent / "e2e"))
+from fixture import HudiFixture  # noqa: E402
+from gold import assert_same_rows, read_gold  # noqa: E402
+from stream_sim import make_reader, run_batches  # noqa: E402
+from verify import apply_upserts, state_differences  # noqa: E402
+
+from hudi_streaming import hoodie  # noqa: E402
+
+#: meta columns whose values legitimately differ between a replayed stream and a snapshot: the stream skips
+#: compaction and clustering, which move rows to new files without changing them
+REWRITTEN_META = ("_hoodie_file_name", "_hoodie_commit_seqno")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {' | '.join(text[:3])[:400]}" if text else type(exc).__name__
+
+
+def snapshot_and_incremental(fx: HudiFixture, table: Path) -> list[str]:
+    out = []
+    for k, step in enumerate(fx.steps):
+        fx.materialize(k, table)
+        for g in step["gold"]:
+            if g["kind"] == "cdc":
+                continue
+            what = f"step {k} {g['kind']} {g['dir'].split('/')[-1]}"
+            try:
+                if g["kind"] == "snapshot":
+                    ours = hoodie.read_table(str(table))
+                else:
+                    ours = hoodie.read_table(str(table), start=g["start"], end=g["end"])
+                assert_same_rows(ours, read_gold(fx.gold(g["dir"])), what)
+            except Exception as exc:  # noqa: BLE001 - every difference is reported, not only the first
+                out.append(f"{what}: {_first_line(exc)}")
+    return out
+
+
+def _rows(batches, first: int) -> list[dict]:
+    out = []
+    for i, b in enumerate(batches, first):
+        for r in (b.to_pylist() if b is not None else []):
+            r["_batch"] = i
+            out.append(r)
+    return out
+
+
+def stream(fx: HudiFixture, table: Path, state: Path, **options: str) -> list[str]:
+    """The stream started at earliest on the table after step 0, stopped after each step and restarted from
+    its state on the table after the next; after each step its deliveries must rebuild Hudi's snapshot."""
+    out: list[str] = []
+    delivered: list[dict] = []
+    offset = None
+    for k, step in enumerate(fx.steps):
+        fx.materialize(k, table)
+        try:
+            reader = make_reader(str(table), str(state), emitDeletes="true", **options)
+            batches = run_batches(reader, start=offset)
+            offset = reader._last_offset
+        except Exception as exc:  # noqa: BLE001
+            out.append(f"step {k} stream: {_first_line(exc)}")
+            break
+        delivered += _rows(batches, len(delivered) and delivered[-1]["_batch"] + 1)
+        snapshot = read_gold(fx.gold(next(g["dir"] for g in step["gold"] if g["kind"] == "snapshot")))
+        diffs = state_differences(apply_upserts(delivered), snapshot, ignore=REWRITTEN_META)
+        if diffs:
+            out.append(f"step {k} stream replay: {len(diffs)} keys differ, e.g. {diffs[0][:300]}")
+    return out
+
+
+def _plain(v):
+    """A value as Hudi's CDC JSON writes it."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    if isinstance(v, (dt.date, dt.datetime)):
+        return v.isoformat()
+    return v
+
+
+def _image(values: dict | None) -> str | None:
+    if values is None:
+        return None
+    # Hudi's JSON leaves out null fields
+    return json.dumps({k: _plain(v) for k, v in values.items() if v is not None and not k.startswith("_hoodie_")
+                       and k not in ("_change_type", "_batch")}, sort_keys=True)
+
+
+def cdc(fx: HudiFixture, table: Path, work: Path) -> list[str]:
+    """Per step: Hudi's CDC rows (op, instant, before, after) against ours from readMode=changelog."""
+    out = []
+    for k, step in enumerate(fx.steps):
+        gold = [g for g in step["gold"] if g["kind"] == "cdc"]
+        if not gold:
+            continue
+        fx.materialize(k, table)
+        g = gold[0]
+        hudi = Counter()
+        for r in read_gold(fx.gold(g["dir"])).to_pylist():
+            before = json.loads(r["before"]) if r["before"] else None
+            after = json.loads(r["after"]) if r["after"] else None
+            hudi[(r["op"], r["ts_ms"], _image(before), _image(after))] += 1
+        start = {"startingInstant": "earliest"} if g["start"] == "000" else \
+            {"hoodie.datasource.read.begin.instanttime": g["start"]}
+        try:
+            reader = make_reader(str(table), str(work / f"cdc_state_{k}"), readMode="changelog", emitDeletes="true",
+                                 endingInstant=g["end"], **start)
+            rows = _rows(run_batches(reader), 0)
+        except Exception as exc:  # noqa: BLE001
+            out.append(f"step {k} cdc: {_first_line(exc)}")
+            continue
+        ours: Counter = Counter()
+        pre = {(r["_hoodie_record_key"], r["_hoodie_commit_time"]): r for r in rows
+               if r["_change_type"] == "update_preimage"}
+        for r in rows:
+            t, key = r["_change_type"], (r["_hoodie_record_key"], r["_hoodie_commit_time"])
+            if t == "insert":
+                ours[("i", r["_hoodie_commit_time"], None, _image(r))] += 1
+            elif t == "update_postimage":
+                ours[("u", r["_hoodie_commit_time"], _image(pre.get(key)), _image(r))] += 1
+            elif t == "delete":
+                ours[("d", r["_hoodie_commit_time"], _image(r), None)] += 1
+        missing, extra = hudi - ours, ours - hudi
+        if missing or extra:
+            out.append(f"step {k} cdc: {sum(missing.values())} of Hudi's {sum(hudi.values())} changes missing, "
+                       f"{sum(extra.values())} extra; e.g. missing {list(missing)[:1]} extra {list(extra)[:1]}")
+    return out

@@ -1,0 +1,436 @@
+"""Apache Hudi writes the matrix's tables and answers its queries: the gold the oracle tests compare against.
+
+Runs in the oracle's own environment (PySpark 3.5 with a Hudi Spark bundle on its class path; see ``env.py``),
+never in the project's: ``python writer_job.py --jar BUNDLE --writer 1.2 --out DIR [--only a,b]``.
+
+For each configuration it writes the scenario's steps one at a time. After each step it records:
+- every file of the table (content-addressed in ``blobs/``, listed per step), so a test can rebuild the table
+  exactly as it was after that step, files later cleaned or rewritten included;
+- Hudi's snapshot query, as parquet;
+- Hudi's incremental query between each pair of adjacent completed writes the step added, and at the end two
+  wider ranges;
+- on CDC tables, Hudi's CDC query over the step.
+``manifest.json`` says what each step did and where its answers are. A configuration Hudi refuses to write
+records Hudi's error instead, so the tests can tell "Hudi cannot" from "we did not try".
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import decimal
+import hashlib
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from matrix import SCENARIOS, configurations  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import types as T  # noqa: E402
+
+#: completed actions that carry data (a compaction completes as a commit on every table version)
+DATA_ACTIONS = ("commit", "deltacommit", "replacecommit", "clustering")
+EPOCH = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+DAY_MS = 86_400_000
+
+
+def session(jar: str) -> SparkSession:
+    # HUDI_ORACLE_EXTRA_JARS: more jars for the class path, comma-separated (e.g. the Lance Java library that a
+    # base=lance configuration needs and the Hudi bundle does not hold)
+    extra = [j for j in os.environ.get("HUDI_ORACLE_EXTRA_JARS", "").split(",") if j]
+    return (SparkSession.builder.master("local[2]").appName("hudi-oracle-writer")
+            .config("spark.jars", ",".join([jar, *extra]))
+            .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+            .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
+            .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
+            .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog")
+            .config("spark.sql.shuffle.partitions", "2").config("spark.default.parallelism", "2")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+            .config("spark.ui.enabled", "false").config("spark.driver.memory", "3g")
+            .getOrCreate())
+
+
+# ---- the data: deterministic values of key i at generation g -------------------------------------------------
+
+ORDERING_TYPES = {"int": T.IntegerType(), "long": T.LongType(), "double": T.DoubleType(), "string": T.StringType(),
+                  "decimal": T.DecimalType(12, 2), "date": T.DateType(), "timestamp": T.TimestampType()}
+
+
+def ordering_value(kind: str, raw: int):
+    return {"int": lambda: raw, "long": lambda: raw * 1_000_003, "double": lambda: raw / 4,
+            "string": lambda: f"{raw + 100_000:08d}", "decimal": lambda: decimal.Decimal(raw) / 4,
+            "date": lambda: dt.date(2024, 1, 1) + dt.timedelta(days=raw),
+            "timestamp": lambda: EPOCH + dt.timedelta(seconds=raw * 7)}[kind]()
+
+
+class Shape:
+    """The table's schema as it evolves, and the rows of a step in it."""
+
+    def __init__(self, cfg: dict):
+        self.cfg = cfg
+        self.extra = False          # evolve:add_column
+        self.qty_long = False       # evolve:int_to_long
+        self.amount_name = "amount"  # evolve:rename_column
+        self.has_name = True         # evolve:drop_column
+        self.soft_deletes = cfg["scenario"] == "deletes"
+
+    def schema(self) -> T.StructType:
+        c = self.cfg
+        f = [T.StructField("id", T.IntegerType(), False)]
+        if c["ordering"]:
+            f.append(T.StructField("ts", ORDERING_TYPES[c["ordering"]], True))
+        f += [T.StructField("region", T.StringType(), True), T.StructField("bucket", T.IntegerType(), True),
+              T.StructField("event_ms", T.LongType(), True)]
+        if self.has_name:
+            f.append(T.StructField("name", T.StringType(), c["key"] != "complex"))
+        f += [T.StructField(self.amount_name, T.DoubleType(), True),
+              T.StructField("qty", T.LongType() if self.qty_long else T.IntegerType(), True)]
+        if self.extra:
+            f.append(T.StructField("extra", T.StringType(), True))
+        if c["schema"] == "nested":
+            f += [T.StructField("addr", T.StructType([T.StructField("city", T.StringType()),
+                                                      T.StructField("zip", T.IntegerType())])),
+                  T.StructField("tags", T.ArrayType(T.StringType())),
+                  T.StructField("attrs", T.MapType(T.StringType(), T.IntegerType())),
+                  T.StructField("price", T.DecimalType(10, 2)),
+                  T.StructField("day", T.DateType()),
+                  T.StructField("at", T.TimestampType()),
+                  T.StructField("items", T.ArrayType(T.StructType([T.StructField("sku", T.StringType()),
+                                                                   T.StructField("n", T.IntegerType())])))]
+        if self.soft_deletes:
+            f.append(T.StructField("_hoodie_is_deleted", T.BooleanType(), True))
+        return T.StructType(f)
+
+    def row(self, i: int, g: int, stale: bool = False, deleted: bool = False) -> tuple:
+        c = self.cfg
+        raw = (g * 100 - 500 if stale else g * 100) + i % 7
+        out: list = [i]
+        if c["ordering"]:
+            out.append(ordering_value(c["ordering"], raw))
+        out += ["abc"[i % 3], i % 2, int((EPOCH + dt.timedelta(days=i % 3)).timestamp() * 1000)]
+        if self.has_name:
+            # nulls that come and go between versions: a merge that keeps non-null values (partial updates,
+            # OverwriteNonDefaultsWithLatestAvroPayload) differs from one that takes the whole new row
+            null = i % 11 == 0 or (g % 2 == 0 and i % 5 == 0)
+            out.append(f"n{i}" if c["key"] == "complex" else (None if null else f"n{i}-g{g}"))
+        out += [i * 1.5 + g, i * 10 + g + (2**33 if self.qty_long and i % 2 else 0)]
+        if self.extra:
+            out.append(f"x{i}-{g}")
+        if c["schema"] == "nested":
+            out += [(f"city{i % 5}", 10_000 + i * g), [f"t{g}", f"k{i}"][: i % 3],
+                    None if (i + g) % 4 == 0 else {"g": g, "i": i}, decimal.Decimal(f"{i}.{g:02d}"),
+                    dt.date(2024, 1, 1) + dt.timedelta(days=i + g),
+                    EPOCH + dt.timedelta(hours=i, minutes=g), [(f"s{i}", g)] * (i % 2 + 1)]
+        if self.soft_deletes:
+            out.append(deleted)
+        return tuple(out)
+
+
+# ---- Hudi's write options for a configuration -----------------------------------------------------------------
+
+def write_options(cfg: dict) -> dict[str, str]:
+    o = {"hoodie.table.name": cfg["name"],
+         "hoodie.datasource.write.table.type": "MERGE_ON_READ" if cfg["type"] == "mor" else "COPY_ON_WRITE",
+         "hoodie.upsert.shuffle.parallelism": "2", "hoodie.insert.shuffle.parallelism": "2",
+         "hoodie.bulkinsert.shuffle.parallelism": "2", "hoodie.delete.shuffle.parallelism": "2",
+         "hoodie.embed.timeline.server": "false",
+         # a small bloom filter: Hudi's default (60,000 entries) makes every base file 430 KB
+         "hoodie.index.bloom.num_entries": "200"}
+    if cfg["writer"] != "0.15":
+        o.update({"hoodie.write.table.version": str(cfg["version"]), "hoodie.write.auto.upgrade": "false"})
+    o["hoodie.datasource.write.recordkey.field"] = "id,name" if cfg["key"] == "complex" else "id"
+    part = cfg["partition"]
+    fields = {"none": "", "one": "region", "multi": "region,bucket", "hive": "region", "timestamp": "event_ms"}[part]
+    o["hoodie.datasource.write.partitionpath.field"] = fields
+    keygen = ("NonpartitionedKeyGenerator" if part == "none" else
+              "TimestampBasedKeyGenerator" if part == "timestamp" else
+              "ComplexKeyGenerator" if cfg["key"] == "complex" or part == "multi" else "SimpleKeyGenerator")
+    o["hoodie.datasource.write.keygenerator.class"] = f"org.apache.hudi.keygen.{keygen}"
+    if part == "timestamp":
+        o.update({"hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+                  "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+                  "hoodie.keygen.timebased.timezone": "UTC"})
+    o["hoodie.datasource.write.hive_style_partitioning"] = str(part == "hive").lower()
+    if cfg["ordering"]:
+        o["hoodie.datasource.write.precombine.field"] = "ts"
+    merge = cfg["merge"]
+    if merge in ("event", "commit"):
+        if cfg["writer"] == "0.15":
+            o["hoodie.datasource.write.payload.class"] = (
+                "org.apache.hudi.common.model.DefaultHoodieRecordPayload" if merge == "event"
+                else "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload")
+        else:
+            o["hoodie.write.record.merge.mode"] = "EVENT_TIME_ORDERING" if merge == "event" else "COMMIT_TIME_ORDERING"
+    else:
+        o["hoodie.datasource.write.payload.class"] = merge
+    o["hoodie.metadata.enable"] = str(cfg["metadata"]).lower()
+    if cfg["rli"]:
+        o.update({"hoodie.metadata.record.index.enable": "true", "hoodie.index.type": "RECORD_INDEX",
+                  "hoodie.metadata.global.record.level.index.enable": "true"})
+    if cfg["base"] != "parquet":
+        o["hoodie.table.base.file.format"] = cfg["base"].upper()
+        o["hoodie.datasource.write.base.file.format"] = cfg["base"].upper()
+    if cfg["base"] == "lance":
+        # Hudi's Avro record path has no Lance writer: Lance base files are written from Spark's own rows
+        o["hoodie.write.record.merge.custom.implementation.classes"] = "org.apache.hudi.DefaultSparkRecordMerger"
+    if cfg["log"] != "avro":
+        o["hoodie.logfile.data.block.format"] = cfg["log"]
+    services = cfg["services"]
+    if "compact" in services:
+        o.update({"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "3"})
+    if "cluster" in services:
+        o.update({"hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "3",
+                  "hoodie.clustering.plan.strategy.sort.columns": "id"})
+    if "clean_archive" in services:
+        o.update({"hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "2",
+                  "hoodie.keep.min.commits": "3", "hoodie.keep.max.commits": "4",
+                  "hoodie.metadata.compact.max.delta.commits": "2", "hoodie.archive.automatic": "true"})
+    if cfg["cdc"]:
+        o.update({"hoodie.table.cdc.enabled": "true",
+                  "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE_AFTER"})
+    if cfg["scenario"] == "evolve":
+        o.update({"hoodie.schema.on.read.enable": "true",
+                  "hoodie.datasource.write.schema.allow.auto.evolution.column.drop": "true"})
+    if cfg["scenario"] == "concurrent":
+        o.update({"hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+                  "hoodie.write.lock.provider":
+                      "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
+                  "hoodie.clean.failed.writes.policy": "LAZY"})
+    return o
+
+
+# ---- the table's files and timeline ---------------------------------------------------------------------------
+
+def capture_files(table: Path, blobs: Path) -> dict[str, str]:
+    """Every file of the table by relative path → content hash; new contents are copied into ``blobs``."""
+    out = {}
+    for root, _dirs, files in os.walk(table):
+        for f in files:
+            p = Path(root) / f
+            digest = hashlib.sha1(p.read_bytes()).hexdigest()
+            out[str(p.relative_to(table))] = digest
+            if not (blobs / digest).exists():
+                shutil.copyfile(p, blobs / digest)
+    return dict(sorted(out.items()))
+
+
+def completed_instants(table: Path, version: int) -> list[dict]:
+    """The completed instants of the active timeline: requested and completion time (v8/v9), action."""
+    tdir = table / ".hoodie" / ("timeline" if version >= 8 else "")
+    out = []
+    for f in tdir.iterdir() if tdir.is_dir() else []:
+        name = f.name
+        if name.startswith(".") or not f.is_file() or name.count(".") != 1:
+            continue
+        stem, action = name.split(".")
+        if action in ("requested", "inflight", "properties"):
+            continue
+        req, _, done = stem.partition("_")
+        if req.isdigit():
+            out.append({"requested": req, "completed": done or None, "action": action})
+    return sorted(out, key=lambda e: (e["completed"] or e["requested"]) if version >= 8 else e["requested"])
+
+
+def position(e: dict, version: int) -> str:
+    """Where an instant sits for incremental queries: completion time on v8/v9, requested time on v6."""
+    return e["completed"] if version >= 8 else e["requested"]
+
+
+def describe(exc: BaseException) -> str:
+    """One line for an error: for a JVM error, the chain of its causes' messages (the root cause says why)."""
+    java = getattr(exc, "java_exception", None)
+    if java is None:
+        first = next((ln for ln in str(exc).splitlines() if ln.strip()), "")
+        return f"{type(exc).__name__}: {first[:500]}"
+    chain = []
+    while java is not None and len(chain) < 8:
+        chain.append(str(java.toString()).splitlines()[0][:300])
+        java = java.getCause()
+    return " <- ".join(chain[:1] + chain[-2:] if len(chain) > 3 else chain)
+
+
+# ---- one configuration ----------------------------------------------------------------------------------------
+
+class Writer:
+    def __init__(self, spark: SparkSession, cfg: dict, work: Path, spark_version: str, hudi_version: str):
+        self.spark, self.cfg, self.work = spark, cfg, work
+        self.table = work / "table"
+        self.blobs = work / "blobs"
+        self.shape = Shape(cfg)
+        self.opts = write_options(cfg)
+        self.seen: set[str] = set()
+        self.last_pos = "000"
+        self.manifest = {"config": cfg, "spark": spark_version, "hudi": hudi_version, "steps": [], "error": None}
+
+    def frame(self, keys: range, g: int, stale: bool = False, deleted: bool = False):
+        rows = [self.shape.row(i, g, stale, deleted) for i in keys]
+        return self.spark.createDataFrame(rows, self.shape.schema())
+
+    def write(self, df, operation: str, extra: dict | None = None) -> None:
+        (df.write.format("hudi").options(**self.opts).option("hoodie.datasource.write.operation", operation)
+         .options(**(extra or {})).mode("append").save(str(self.table)))
+
+    def step_options(self, index: int) -> dict:
+        if "pending_compaction" in self.cfg["services"] and index == 3:
+            # this write schedules a compaction that nobody runs: the later steps are read with it pending
+            return {"hoodie.compact.schedule.inline": "true", "hoodie.compact.inline": "false",
+                    "hoodie.compact.inline.max.delta.commits": "1"}
+        return {}
+
+    def sql_table(self) -> str:
+        name = self.cfg["name"]
+        self.spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING hudi LOCATION '{self.table}'")
+        self.spark.sql("SET hoodie.schema.on.read.enable=true")
+        # a rename or drop leaves the old name out of the new schema, which Hudi's schema check refuses unless
+        # column drops are allowed
+        self.spark.sql("SET hoodie.datasource.write.schema.allow.auto.evolution.column.drop=true")
+        return name
+
+    def run_step(self, index: int, step: dict) -> None:
+        op, extra = step["op"], self.step_options(index)
+        keys = range(*step["keys"]) if "keys" in step and op != "concurrent" else range(0)
+        g = step.get("gen", 0)
+        if op in ("insert", "upsert", "bulk_insert", "insert_overwrite", "insert_overwrite_table"):
+            self.write(self.frame(keys, g, step.get("stale", False)), op, extra)
+        elif op == "soft_delete":
+            self.write(self.frame(keys, g, deleted=True), "upsert", extra)
+        elif op == "delete":
+            self.write(self.frame(keys, 1), "delete", extra)
+        elif op == "delete_partition":
+            self.write(self.frame(range(0), 1), "delete_partition",
+                       {"hoodie.datasource.write.partitions.to.delete": ",".join(step["partitions"]), **extra})
+        elif op == "concurrent":
+            self.concurrent([range(*k) for k in step["keys"]], g)
+        elif op == "evolve:add_column":
+            self.shape.extra = True
+        elif op == "evolve:int_to_long":
+            self.shape.qty_long = True
+        elif op == "evolve:rename_column":
+            self.spark.sql(f"ALTER TABLE {self.sql_table()} RENAME COLUMN amount TO total")
+            self.shape.amount_name = "total"
+        elif op == "evolve:drop_column":
+            self.spark.sql(f"ALTER TABLE {self.sql_table()} DROP COLUMN name")
+            self.shape.has_name = False
+        else:
+            raise ValueError(f"unknown step {op}")
+
+    def concurrent(self, key_sets: list[range], g: int) -> None:
+        """Two writers at once, each its own write client, under optimistic concurrency with a file-system lock;
+        a writer that loses a conflict writes again, as a user's retry would."""
+        errors: list[str] = []
+
+        def one(keys: range) -> None:
+            for _ in range(3):
+                try:
+                    self.write(self.frame(keys, g), "upsert")
+                    return
+                except Exception as exc:  # noqa: BLE001 - a conflict is retried, anything else reported
+                    errors.append(str(exc).splitlines()[0][:300])
+            raise RuntimeError(f"writer gave up after conflicts: {errors}")
+
+        threads = [threading.Thread(target=one, args=(k,)) for k in key_sets]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.manifest.setdefault("conflicts", []).extend(errors)
+
+    def reader(self):
+        # Hudi 1.2 on Spark 3.5 cannot read its ORC base files with Spark's vectorized ORC reader
+        # (ClassCastException: OrcAtomicColumnVector cannot be cast to OnHeapColumnVector)
+        self.spark.conf.set("spark.sql.orc.enableVectorizedReader", str(self.cfg["base"] != "orc").lower())
+        r = self.spark.read.format("hudi")
+        if self.cfg["scenario"] == "evolve":
+            r = r.option("hoodie.schema.on.read.enable", "true")
+        return r
+
+    def save(self, df, rel: str) -> str:
+        df.coalesce(1).write.mode("overwrite").parquet(str(self.work / rel))
+        return rel
+
+    def incremental(self, start: str, end: str, rel: str, cdc: bool = False) -> dict:
+        r = (self.reader().option("hoodie.datasource.query.type", "incremental")
+             .option("hoodie.datasource.read.begin.instanttime", start)
+             .option("hoodie.datasource.read.end.instanttime", end))
+        if cdc:
+            r = r.option("hoodie.datasource.query.incremental.format", "cdc")
+        return {"kind": "cdc" if cdc else "incremental", "start": start, "end": end,
+                "dir": self.save(r.load(str(self.table)), rel)}
+
+    def record(self, index: int, step: dict, seconds: float) -> None:
+        v = self.cfg["version"]
+        instants = completed_instants(self.table, v)
+        gold = [{"kind": "snapshot", "dir": self.save(self.reader().load(str(self.table)), f"gold/{index}/snapshot")}]
+        new = [e for e in instants if e["requested"] not in self.seen]
+        step_start = self.last_pos
+        for e in new:
+            self.seen.add(e["requested"])
+            if e["action"] not in DATA_ACTIONS:
+                continue
+            pos = position(e, v)
+            gold.append(self.incremental(self.last_pos, pos, f"gold/{index}/incr_{e['requested']}"))
+            self.last_pos = pos
+        if self.cfg["cdc"] and self.last_pos != step_start:
+            gold.append(self.incremental(step_start, self.last_pos, f"gold/{index}/cdc", cdc=True))
+        self.manifest["steps"].append({"step": step, "seconds": round(seconds, 2), "instants": instants,
+                                       "files": capture_files(self.table, self.blobs), "gold": gold})
+
+    def wide_ranges(self) -> None:
+        """Incremental queries over several steps at once, on the final table."""
+        v = self.cfg["version"]
+        writes = [position(e, v) for e in completed_instants(self.table, v) if e["action"] in DATA_ACTIONS]
+        if len(writes) < 3:
+            return
+        last = len(self.manifest["steps"]) - 1
+        gold = self.manifest["steps"][-1]["gold"]
+        gold.append(self.incremental(writes[0], writes[-1], f"gold/{last}/wide_active"))
+        gold.append(self.incremental(writes[len(writes) // 3], writes[-2], f"gold/{last}/wide_middle"))
+
+    def run(self) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+        self.blobs.mkdir(parents=True)
+        try:
+            for index, step in enumerate(SCENARIOS[self.cfg["scenario"]]):
+                t0 = time.monotonic()
+                self.run_step(index, step)
+                self.record(index, step, time.monotonic() - t0)
+            self.wide_ranges()
+        except Exception as exc:  # noqa: BLE001 - Hudi's refusal is the result for this configuration
+            self.manifest["error"] = describe(exc)
+            self.manifest["traceback"] = traceback.format_exc()[-4000:]
+        finally:
+            self.spark.sql(f"DROP TABLE IF EXISTS {self.cfg['name']}")
+        (self.work / "manifest.json").write_text(json.dumps(self.manifest, indent=1, default=str))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jar", required=True)
+    ap.add_argument("--writer", required=True, choices=["1.2", "0.15"])
+    ap.add_argument("--hudi-version", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--only", default="", help="comma-separated configuration names")
+    args = ap.parse_args()
+    wanted = set(filter(None, args.only.split(",")))
+    todo = [c for c in configurations().values()
+            if c["writer"] == args.writer and (not wanted or c["name"] in wanted)]
+    spark = session(args.jar)
+    spark.sparkContext.setLogLevel("ERROR")
+    for n, cfg in enumerate(todo, 1):
+        t0 = time.monotonic()
+        w = Writer(spark, cfg, Path(args.out) / cfg["name"], spark.version, args.hudi_version)
+        w.run()
+        status = w.manifest["error"] or "ok"
+        print(f"[{n}/{len(todo)}] {cfg['name']}: {len(w.manifest['steps'])} steps, "
+              f"{time.monotonic() - t0:.0f} s, {status[:200]}", flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -42,8 +42,14 @@ OVERWRITE_WITH_LATEST = "org.apache.hudi.common.model.OverwriteWithLatestAvroPay
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.EventTimeAvroPayload"
 PARTIAL_UPDATE_PAYLOAD = "org.apache.hudi.common.model.PartialUpdateAvroPayload"
+OVERWRITE_NON_DEFAULTS = "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload"
+#: payloads whose merge keeps a field's earlier value where the newer record has null (its default):
+#: PartialUpdateAvroPayload on event time, OverwriteNonDefaultsWithLatestAvroPayload on commit time (Hudi 1.x
+#: tables name the latter's rule partial update mode IGNORE_DEFAULTS)
+NULLS_KEEP_VALUES_PAYLOADS = (PARTIAL_UPDATE_PAYLOAD, OVERWRITE_NON_DEFAULTS)
 _PAYLOAD_MODES = {
     OVERWRITE_WITH_LATEST: MergeMode.COMMIT_TIME_ORDERING,
+    OVERWRITE_NON_DEFAULTS: MergeMode.COMMIT_TIME_ORDERING,
     DEFAULT_PAYLOAD: MergeMode.EVENT_TIME_ORDERING,
     EVENT_TIME_PAYLOAD: MergeMode.EVENT_TIME_ORDERING,
 }
@@ -168,6 +174,8 @@ class TableConfig(BaseModel):
     payload_class: str | None = None
     merge_mode: MergeMode
     partial_update: bool = False
+    #: a null field of a newer record keeps the older record's value (:data:`NULLS_KEEP_VALUES_PAYLOADS`)
+    nulls_keep_values: bool = False
     hive_style_partitioning: bool = False
     url_encode_partitions: bool = False
     drop_partition_columns: bool = False
@@ -247,6 +255,8 @@ class TableConfig(BaseModel):
             partial_update=(payload == PARTIAL_UPDATE_PAYLOAD
                             or (props.get("hoodie.table.partial.update.mode") or "").upper() in ("FILL_UNAVAILABLE",
                                                                                                  "KEEP_VALUES")),
+            nulls_keep_values=(payload in NULLS_KEEP_VALUES_PAYLOADS
+                               or (props.get("hoodie.table.partial.update.mode") or "").upper() == "IGNORE_DEFAULTS"),
             hive_style_partitioning=_bool(props.get("hoodie.datasource.write.hive_style_partitioning"), False),
             url_encode_partitions=_bool(props.get("hoodie.datasource.write.partitionpath.urlencode"), False),
             drop_partition_columns=_bool(props.get("hoodie.datasource.write.drop.partition.columns"), False),

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidTableContentError
 from .base_file import open_base_file
-from .config import OVERWRITE_WITH_LATEST, TableConfig
+from .config import OVERWRITE_NON_DEFAULTS, OVERWRITE_WITH_LATEST, TableConfig
 from .fs_view import FileSlice
 from .logfile.blocks import decode_data_block, decode_delete_block
 from .logfile.format import BlockType, HeaderKey, LogBlock
@@ -42,7 +42,9 @@ class MergeType(str, enum.Enum):
 
 
 def merge_rules(config: TableConfig) -> MergeRules:
-    legacy = config.version < 8
+    # Hudi 1.2 merges a v6 table of OverwriteNonDefaultsWithLatestAvroPayload newest first, log records among
+    # themselves too (tests/hudi_oracle: mor_v6_custom_payload), not by the 0.x scanner's preCombine
+    legacy = config.version < 8 and config.payload_class != OVERWRITE_NON_DEFAULTS
     return MergeRules(mode=config.merge_mode, legacy_payload=legacy,
                       log_always_wins=legacy and (config.payload_class in (None, OVERWRITE_WITH_LATEST)))
 
@@ -126,6 +128,14 @@ def _whole(req: SliceRead, pieces: Iterator[Piece], with_deletes: bool) -> tuple
     return joined([p.rows for p in got]), (joined([p.deleted for p in got]) if with_deletes else None)
 
 
+def decodes_whole_log(config: TableConfig) -> bool:
+    """Whether an incremental read decodes every log block of a slice and keeps the range's rows after merging
+    (v8+: rows are told by their commit time), rather than the range's blocks alone (v6, as Hudi 0.x's scanner).
+    A v6 table whose nulls keep earlier values needs the older blocks too: a change's row takes its null fields
+    from them."""
+    return config.version >= 8 or config.nulls_keep_values
+
+
 def slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None, with_deletes: bool = False,
                  with_before: bool = False) -> Iterator[Piece]:
     """A slice read a piece at a time: one piece per :data:`PIECE_ROWS` base rows (file order), then one for
@@ -138,11 +148,13 @@ def slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None, 
     ``with_before`` (table v8+ incremental reads of an explicit set of instants, whose range did not write the
     base file) adds the earlier state of the keys each piece changed: the slice as it was before the
     range's instants (base rows merged with the log blocks of every other instant), restricted to those keys,
-    from the same base rows and decoded blocks — v6 reads decode just the range's blocks, so they cannot.
+    from the same base rows and decoded blocks — v6 reads decode just the range's blocks, so they cannot
+    (unless :func:`decodes_whole_log`).
     """
     before = None
+    whole_log = decodes_whole_log(req.table.config)
     if with_before:
-        if req.table.config.version < 8 or req.instant_range is None or req.instant_range.instants is None:
+        if not whole_log or req.instant_range is None or req.instant_range.instants is None:
             raise ValueError("the earlier state needs a table v8+ read of an explicit set of instants")
         before = req.instant_range.instants
     empty = req.schema.empty_table()
@@ -158,7 +170,7 @@ def slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None, 
     cfg = req.table.config
     is_committed = req.table.is_committed if cfg.version < 8 else None
     blocks = scan_blocks(req.table.storage, [(lf.path, lf.size) for lf in fs.log_files], req.max_instant,
-                         is_committed, req.instant_range if cfg.version < 8 else None, stats, req.without_instants)
+                         is_committed, None if whole_log else req.instant_range, stats, req.without_instants)
     log = _log_records(req, blocks, stats)
     del blocks  # the log files' bytes: what the read needs of them is decoded now
     rules = merge_rules(cfg)
@@ -278,6 +290,7 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
     buffer = SpillBuffer(req.memory_budget)
     keys, ordering, is_delete, ctd, from_block, absent_cols = [], [], [], [], [], {}
     partial_rows: list[tuple[int, int, set[str]]] = []
+    null_rows: list[tuple[int, dict[str, np.ndarray]]] = []
     sizes = []
     offset = 0
     for block in blocks:
@@ -294,6 +307,8 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
             from_block.append(np.zeros(t.num_rows, bool))
             if block.header.get(HeaderKey.IS_PARTIAL, "").lower() == "true":
                 partial_rows.append((offset, t.num_rows, set(raw.column_names)))
+            if req.table.config.nulls_keep_values:
+                null_rows.append((offset, _null_fields(t, d)))
         buffer.append(t)
         keys.append(req.key_array(t))
         ordering.append(o)
@@ -306,17 +321,29 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
         return None
     if stats is not None:
         stats.spilled_bytes += buffer.spilled_bytes
-    if partial_rows:
+    if partial_rows or null_rows:
+        # a column a record does not supply comes from an earlier version: absent from a partial block, or null
+        # where nulls keep values
         for name in schema.names:
             mask = np.zeros(offset, bool)
             for start, n, carried in partial_rows:
                 mask[start:start + n] = name not in carried
+            for start, nulls in null_rows:
+                if name in nulls:
+                    mask[start:start + len(nulls[name])] |= nulls[name]
             absent_cols[name] = mask
     return LogRecords(table=table, keys=pa.concat_arrays(keys),
                       ordering=[pa.concat_arrays(list(cols)) for cols in zip(*ordering)],
                       is_delete=np.concatenate(is_delete), commit_time_delete=np.concatenate(ctd),
                       from_delete_block=np.concatenate(from_block), absent=absent_cols,
                       instants=np.repeat(np.array([b.instant_time for b in blocks], dtype=object), sizes))
+
+
+def _null_fields(t: pa.Table, deleted: np.ndarray) -> dict[str, np.ndarray]:
+    """Per data column with nulls, the records (deletes left out: a delete supplies every column) where it is
+    null."""
+    return {name: pc.is_null(t.column(name)).to_numpy(zero_copy_only=False) & ~deleted
+            for name in t.column_names if not name.startswith("_hoodie_") and t.column(name).null_count}
 
 
 def _deleted_flags(t: pa.Table) -> np.ndarray:

@@ -23,7 +23,15 @@ from ..hoodie.fs_view import BaseFile, FileSlice, LogFile
 from ..hoodie.logfile.format import parse_log_file_name
 from ..hoodie.read import read_schema
 from ..hoodie.scanner import InstantRange
-from ..hoodie.slice_reader import MergeType, Piece, SliceRead, align, read_slice_changes, slice_pieces
+from ..hoodie.slice_reader import (
+    MergeType,
+    Piece,
+    SliceRead,
+    align,
+    decodes_whole_log,
+    read_slice_changes,
+    slice_pieces,
+)
 from ..hoodie.table import COMMIT_TIME, RECORD_KEY, HudiTable
 from ..monitor.split import PriorSlice, Split
 from .options import Deletes
@@ -226,14 +234,15 @@ def _changes_and_earlier_state(split: Split, req: SliceRead, keys_only: pa.Schem
     pieces where the read allows it.
 
     v8+ incremental reads decode every block of the slice anyway, so the earlier state comes from the same pass,
-    piece by piece; so do snapshot splits (nothing came before). Otherwise (table v6, or a range that wrote the
+    piece by piece; so do snapshot splits (nothing came before), and v6 tables whose nulls keep earlier values
+    (:func:`decodes_whole_log`). Otherwise (table v6, or a range that wrote the
     base file) the range's rows — no more than the range wrote — are read whole, then the earlier state in a
     second read, made only when the range changed something or its rewrite may hide deletes, restricted to the
     keys it changed unless the rewrite's deletes need every key, and of the keys alone unless values are
     delivered (pre-images, deleted rows).
     """
     fs = file_slice(split)
-    if split.instants is None or (req.table.config.version >= 8 and not _rewrote_base(split)):
+    if split.instants is None or (decodes_whole_log(req.table.config) and not _rewrote_base(split)):
         assert not rewrite_deletes  # a prior slice comes only with a range that wrote the base file
         yield from slice_pieces(req, fs, with_deletes=find_deletes, with_before=split.instants is not None)
         return

@@ -68,6 +68,8 @@ import threading
 import time
 from pathlib import Path
 
+import proctree  # bench/: the process tree from /proc
+
 TARGET_P50, TARGET_P99 = 1.0, 2.5
 WAIT_SPARK = "mtime → Spark's next latestOffset after the commit (commit's end, a running batch, idle 10 ms)"
 WAIT_POLL = "  → the latestOffset that plans it: calls before it held back by the poll interval"
@@ -223,36 +225,15 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, int(-(-p * len(s) // 100)) - 1))]
 
 
-def _tick() -> int:
-    return os.sysconf("SC_CLK_TCK")
-
-
 def process_cpu(root: int) -> dict[int, tuple[str, float]]:
     """pid → (role, CPU seconds) for ``root`` and its live descendants (from /proc)."""
-    children: dict[int, list[int]] = collections.defaultdict(list)
-    stats = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{d}/stat").read_text()
-            cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2:].split()
-        children[int(fields[1])].append(int(d))
-        stats[int(d)] = ((int(fields[11]) + int(fields[12])) / _tick(), cmd)
-    out, todo = {}, [root]
-    while todo:
-        pid = todo.pop()
-        if pid in stats:
-            cpu, cmd = stats[pid]
-            role = ("benchmark (driver Python, sink)" if pid == root else "writer" if "--writer" in cmd
-                    else "JVM" if "java" in cmd.split(" ")[0] else "source runner (latestOffset, ...)"
-                    if "python_streaming_source_runner" in cmd else "Python workers (read, planning)"
-                    if "pyspark" in cmd else "exited (zombie) processes" if not cmd.strip() else "other")
-            out[pid] = (role, cpu)
-        todo += children.get(pid, [])
+    out = {}
+    for pid, p in proctree.tree(root).items():
+        role = ("benchmark (driver Python, sink)" if pid == root else "writer" if "--writer" in p.cmd
+                else "JVM" if "java" in p.cmd.split(" ")[0] else "source runner (latestOffset, ...)"
+                if "python_streaming_source_runner" in p.cmd else "Python workers (read, planning)"
+                if "pyspark" in p.cmd else "exited (zombie) processes" if not p.cmd else "other")
+        out[pid] = (role, p.cpu)
     return out
 
 

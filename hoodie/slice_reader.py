@@ -49,6 +49,17 @@ def merge_rules(config: TableConfig) -> MergeRules:
                       log_always_wins=legacy and (config.payload_class in (None, OVERWRITE_WITH_LATEST)))
 
 
+def _stored_names(names: list[str], renames: dict[str, str]) -> list[str]:
+    """The names columns ``names`` have in data whose columns were renamed since (``renames``: old -> new)."""
+    old_of = {new: old for old, new in renames.items()}
+    return [old_of.get(n, n) for n in names]
+
+
+def renamed(table: pa.Table, renames: dict[str, str]) -> pa.Table:
+    """``table`` with the columns renamed since it was written under today's names."""
+    return table.rename_columns([renames.get(n, n) for n in table.column_names]) if renames else table
+
+
 def align(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """``table`` with exactly ``schema``'s columns: cast where types differ, nulls where a column is missing."""
     cols = []
@@ -223,9 +234,10 @@ def _base_pieces(req: SliceRead, fs: FileSlice) -> Iterator[pa.Table]:
     are cut from the format's batches, so they are the same rows whatever the format batches by."""
     if fs.base_file is None:
         return
+    renames = req.table.renames(fs.base_file.instant)
     with contextlib.closing(open_base_file(req.table.storage, fs.base_file.path)) as f:
         names = set(f.names)
-        present = [c for c in req.schema.names if c in names]
+        present = [c for c in _stored_names(req.schema.names, renames) if c in names]
         if not present:  # nothing to read but the row count
             yield align(pa.table({"": pa.nulls(f.num_rows)}).select([]), req.schema)
             return
@@ -237,9 +249,9 @@ def _base_pieces(req: SliceRead, fs: FileSlice) -> Iterator[pa.Table]:
             del batch  # not kept alive by the loop while the next batch is read
             while n >= PIECE_ROWS:
                 n -= PIECE_ROWS
-                yield align(_first_rows(held, PIECE_ROWS), req.schema)
+                yield align(renamed(_first_rows(held, PIECE_ROWS), renames), req.schema)
         if n:
-            yield align(pa.Table.from_batches(held), req.schema)
+            yield align(renamed(pa.Table.from_batches(held), renames), req.schema)
 
 
 def _read_ahead(pieces: Iterator[pa.Table]) -> Iterator[pa.Table]:
@@ -299,7 +311,8 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
             o = req.ordering_arrays(t)
             from_block.append(np.ones(t.num_rows, bool))
         else:
-            raw = decode_data_block(block, columns=schema.names)
+            renames = req.table.renames(block.instant_time) if block.instant_time else {}
+            raw = renamed(decode_data_block(block, columns=_stored_names(schema.names, renames)), renames)
             t = align(raw, schema)
             d = _deleted_flags(raw)
             o = req.ordering_arrays(t)

@@ -8,6 +8,7 @@ import pyarrow as pa
 from .config import TableConfig, load_table_config
 from .fs_view import FileSystemView, list_data_files
 from .logfile.avro_arrow import arrow_schema_from_avro
+from .schema_history import SchemaHistory, load_schema_history
 from .storage import FileInfo, Storage
 from .timeline import CommitCheck, Timeline
 
@@ -28,6 +29,7 @@ class HudiTable:
         self._timeline: Timeline | None = None
         self._commits: CommitCheck | None = None
         self._listing: list[FileInfo] | None = None
+        self._schema_history: SchemaHistory | None | bool = False  # False: not read yet
 
     @property
     def url(self) -> str:
@@ -43,6 +45,7 @@ class HudiTable:
         self._timeline = Timeline.load(self.storage, self.config, previous=self._timeline)
         self._commits = None
         self._listing = None
+        self._schema_history = False
         return self
 
     def pin_commits(self, commits: CommitCheck) -> None:
@@ -63,6 +66,14 @@ class HudiTable:
             if schema:
                 return json.loads(schema)
         return json.loads(self.config.create_schema) if self.config.create_schema else None
+
+    def renames(self, instant: str) -> dict[str, str]:
+        """Column names in data written at ``instant`` -> today's names, for columns renamed since (schema on
+        read, :mod:`.schema_history`); read once per table object."""
+        if self._schema_history is False:
+            self._schema_history = load_schema_history(self.storage)
+        history = self._schema_history
+        return history.renames(instant) if isinstance(history, SchemaHistory) else {}
 
     def arrow_schema(self, as_of: str | None = None) -> pa.Schema:
         """The rows' schema: meta columns first (when the table populates them), then the data columns."""

@@ -1,6 +1,7 @@
 """hoodie.properties parsing (Java escapes, checksum, backup file) and the derived table configuration."""
 from __future__ import annotations
 
+import json
 import zlib
 
 import fsspec
@@ -136,3 +137,27 @@ def test_a_malformed_properties_file_falls_back_to_the_backup():
     s = _write("memory://cfg-malformed", BASE.format(v=9) + "hoodie.table.comment=\\uXYZW\n")
     _write("memory://cfg-malformed", BASE.format(v=9), name="hoodie.properties.backup")
     assert load_table_config(s).name == "t"
+
+
+def test_schema_history_maps_renamed_columns_by_id_and_refuses_a_damaged_file(tmp_path):
+    """Schema on read: data written before a rename names the column as it was then (tests/hudi_oracle's
+    cow_v9_evolve checks the reads against Hudi); a history file that is not one is one clear error."""
+    from hudi_streaming.errors import CorruptFileError
+    from hudi_streaming.hoodie.schema_history import FOLDER, load_schema_history
+    from hudi_streaming.hoodie.storage import Storage
+
+    def version(vid, names):
+        return {"version_id": vid, "fields": [{"id": i, "name": n} for i, n in enumerate(names)]}
+    folder = tmp_path / FOLDER
+    folder.mkdir(parents=True)
+    storage = Storage(str(tmp_path))
+    assert load_schema_history(storage) is None
+    (folder / "20260101000000000.schemacommit.requested").write_text("")  # not completed: not read
+    (folder / "20260101000000000_20260101000000100.schemacommit").write_text(json.dumps({"schemas": [
+        version(0, ["id", "amount", "name"]), version(20260101000000000, ["id", "total"])]}))
+    history = load_schema_history(storage)
+    assert history.renames("20251231000000000") == {"amount": "total"}  # name was dropped, not renamed
+    assert history.renames("20260102000000000") == {}
+    (folder / "20260103000000000_20260103000000100.schemacommit").write_text("{not json")
+    with pytest.raises(CorruptFileError, match="20260103000000000_20260103000000100.schemacommit: not a Hudi"):
+        load_schema_history(storage)

@@ -84,9 +84,13 @@ def apply_upserts(rows: list[dict]) -> dict[str, dict]:
 
 
 def _plain(v):
-    """Spark's parquet output drops the UTC zone of timestamps; compare instants, not representations."""
+    """Spark's parquet output drops the UTC zone of timestamps; compare instants, not representations. A map
+    (Arrow gives its entries as a list of pairs) compares as a set of entries: its order carries no meaning, and
+    readers differ in it."""
     if hasattr(v, "tzinfo") and v.tzinfo is not None:
         return v.replace(tzinfo=None) - (v.utcoffset() or v - v)
+    if isinstance(v, list) and v and all(isinstance(e, tuple) for e in v):
+        return sorted(v, key=repr)
     return v
 
 

@@ -74,6 +74,14 @@ SCENARIOS: dict[str, list[dict]] = {
         {"op": "evolve:drop_column"},
         {"op": "upsert", "keys": [20, 30], "gen": 5},
     ],
+    # schema on read alone: Hudi 1.2 cannot read its own table when a rename follows an int->long promotion
+    "rename_drop": [
+        {"op": "insert", "keys": [0, 30], "gen": 1},
+        {"op": "evolve:rename_column"},
+        {"op": "upsert", "keys": [0, 10], "gen": 2},
+        {"op": "evolve:drop_column"},
+        {"op": "upsert", "keys": [5, 35], "gen": 3},
+    ],
     # enough writes for inline compaction, clustering, clean and archive to run several times
     "long": [{"op": "insert", "keys": [0, 40], "gen": 1}]
     + [{"op": "upsert", "keys": [(3 * g) % 40, (3 * g) % 40 + 8], "gen": g} for g in range(2, 12)],
@@ -84,6 +92,10 @@ SCENARIOS: dict[str, list[dict]] = {
         {"op": "upsert", "keys": [0, 40], "gen": 4},
     ],
 }
+
+#: the schema-on-read steps: the column ``evolve:rename_column`` renames, and the one ``evolve:drop_column`` drops
+RENAMED = ("amount", "total")
+DROPPED = "name"
 
 PARTIAL_UPDATE = "org.apache.hudi.common.model.PartialUpdateAvroPayload"
 OVERWRITE_NON_DEFAULTS = "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload"
@@ -104,6 +116,10 @@ def _variants() -> list[tuple[str, dict]]:
     for o in ("int", "string", "timestamp"):
         add(f"mor_v6_015_order_{o}", writer="0.15", version=6, ordering=o)
     add("mor_v9_commit_time", merge="commit")
+    add("mor_v6_commit_time", version=6, merge="commit")
+    # the 0.x writer's default payload, OverwriteWithLatestAvroPayload: what most 0.x tables have
+    add("mor_v6_015_default_payload", writer="0.15", version=6, merge="commit")
+    add("cow_v6_015_default_payload", type="cow", writer="0.15", version=6, merge="commit")
     add("mor_v8_commit_time", version=8, merge="commit")
     add("mor_v9_no_ordering", ordering=None, merge="commit")
     add("mor_v6_015_partial_update", writer="0.15", version=6, merge=PARTIAL_UPDATE)
@@ -152,6 +168,9 @@ def _variants() -> list[tuple[str, dict]]:
     add("mor_v9_evolve", scenario="evolve")
     add("cow_v9_evolve", type="cow", scenario="evolve")
     add("mor_v6_015_evolve", writer="0.15", version=6, scenario="evolve")
+    add("mor_v9_rename_drop", scenario="rename_drop")
+    add("cow_v9_rename_drop", type="cow", scenario="rename_drop")
+    add("mor_v6_015_rename_drop", writer="0.15", version=6, scenario="rename_drop")
     add("cow_v9_cdc", type="cow", cdc=True)
     add("mor_v9_cdc", cdc=True)
     add("cow_v6_015_cdc", type="cow", writer="0.15", version=6, cdc=True)

@@ -29,7 +29,7 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from matrix import SCENARIOS, configurations  # noqa: E402
+from matrix import DROPPED, RENAMED, SCENARIOS, configurations  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import types as T  # noqa: E402
 
@@ -194,7 +194,7 @@ def write_options(cfg: dict) -> dict[str, str]:
     if cfg["cdc"]:
         o.update({"hoodie.table.cdc.enabled": "true",
                   "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE_AFTER"})
-    if cfg["scenario"] == "evolve":
+    if cfg["scenario"] in ("evolve", "rename_drop"):
         o.update({"hoodie.schema.on.read.enable": "true",
                   "hoodie.datasource.write.schema.allow.auto.evolution.column.drop": "true"})
     if cfg["scenario"] == "concurrent":
@@ -312,10 +312,10 @@ class Writer:
         elif op == "evolve:int_to_long":
             self.shape.qty_long = True
         elif op == "evolve:rename_column":
-            self.spark.sql(f"ALTER TABLE {self.sql_table()} RENAME COLUMN amount TO total")
-            self.shape.amount_name = "total"
+            self.spark.sql(f"ALTER TABLE {self.sql_table()} RENAME COLUMN {RENAMED[0]} TO {RENAMED[1]}")
+            self.shape.amount_name = RENAMED[1]
         elif op == "evolve:drop_column":
-            self.spark.sql(f"ALTER TABLE {self.sql_table()} DROP COLUMN name")
+            self.spark.sql(f"ALTER TABLE {self.sql_table()} DROP COLUMN {DROPPED}")
             self.shape.has_name = False
         else:
             raise ValueError(f"unknown step {op}")
@@ -346,7 +346,7 @@ class Writer:
         # (ClassCastException: OrcAtomicColumnVector cannot be cast to OnHeapColumnVector)
         self.spark.conf.set("spark.sql.orc.enableVectorizedReader", str(self.cfg["base"] != "orc").lower())
         r = self.spark.read.format("hudi")
-        if self.cfg["scenario"] == "evolve":
+        if self.cfg["scenario"] in ("evolve", "rename_drop"):
             r = r.option("hoodie.schema.on.read.enable", "true")
         return r
 

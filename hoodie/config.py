@@ -53,9 +53,10 @@ _PAYLOAD_MODES = {
     DEFAULT_PAYLOAD: MergeMode.EVENT_TIME_ORDERING,
     EVENT_TIME_PAYLOAD: MergeMode.EVENT_TIME_ORDERING,
 }
+COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
 _STRATEGY_MODES = {
     "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5": MergeMode.EVENT_TIME_ORDERING,
-    "ce9acb64-bde0-424c-9b91-f6ebba25356d": MergeMode.COMMIT_TIME_ORDERING,
+    COMMIT_TIME_STRATEGY: MergeMode.COMMIT_TIME_ORDERING,
     "1897ef5f-18bc-4557-939c-9d6a8afd1519": MergeMode.CUSTOM,
 }
 
@@ -176,6 +177,9 @@ class TableConfig(BaseModel):
     partial_update: bool = False
     #: a null field of a newer record keeps the older record's value (:data:`NULLS_KEEP_VALUES_PAYLOADS`)
     nulls_keep_values: bool = False
+    #: Hudi merges the table by its 0.x payload class's rules (log records preCombined by ordering value; see
+    #: hoodie.merge); otherwise by the 1.x rules of its merge mode
+    legacy_merge: bool = False
     hive_style_partitioning: bool = False
     url_encode_partitions: bool = False
     drop_partition_columns: bool = False
@@ -255,6 +259,7 @@ class TableConfig(BaseModel):
             partial_update=(payload == PARTIAL_UPDATE_PAYLOAD
                             or (props.get("hoodie.table.partial.update.mode") or "").upper() in ("FILL_UNAVAILABLE",
                                                                                                  "KEEP_VALUES")),
+            legacy_merge=_legacy_merge(props, version, payload),
             nulls_keep_values=(payload in NULLS_KEEP_VALUES_PAYLOADS
                                or (props.get("hoodie.table.partial.update.mode") or "").upper() == "IGNORE_DEFAULTS"),
             hive_style_partitioning=_bool(props.get("hoodie.datasource.write.hive_style_partitioning"), False),
@@ -278,6 +283,15 @@ def _folder(props: dict[str, str], key: str, default: str, where: str) -> str:
     if not inside:
         raise InvalidTableContentError(f"{where}: {key}={value} does not name a folder inside .hoodie")
     return value
+
+
+def _legacy_merge(props: dict[str, str], version: int, payload: str | None) -> bool:
+    """Whether Hudi 1.2 reads a table with the 0.x payload rules: v6 tables, except those a 1.x writer marked
+    commit-time (``hoodie.record.merge.strategy.id``: newest wins, log records among themselves too) and those of
+    OverwriteNonDefaultsWithLatestAvroPayload, which 1.2 also merges newest first (tests/hudi_oracle:
+    mor_v6_commit_time and mor_v6_custom_payload, where a stale ordering value in the log wins)."""
+    return (version < 8 and payload != OVERWRITE_NON_DEFAULTS
+            and props.get("hoodie.record.merge.strategy.id") != COMMIT_TIME_STRATEGY)
 
 
 def _infer_merge_mode(props: dict[str, str], version: int, payload: str | None, ordering: list[str],

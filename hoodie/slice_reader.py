@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidTableContentError
 from .base_file import open_base_file
-from .config import OVERWRITE_NON_DEFAULTS, OVERWRITE_WITH_LATEST, TableConfig
+from .config import OVERWRITE_WITH_LATEST, TableConfig
 from .fs_view import FileSlice
 from .logfile.blocks import decode_data_block, decode_delete_block
 from .logfile.format import BlockType, HeaderKey, LogBlock
@@ -42,9 +42,7 @@ class MergeType(str, enum.Enum):
 
 
 def merge_rules(config: TableConfig) -> MergeRules:
-    # Hudi 1.2 merges a v6 table of OverwriteNonDefaultsWithLatestAvroPayload newest first, log records among
-    # themselves too (tests/hudi_oracle: mor_v6_custom_payload), not by the 0.x scanner's preCombine
-    legacy = config.version < 8 and config.payload_class != OVERWRITE_NON_DEFAULTS
+    legacy = config.legacy_merge
     return MergeRules(mode=config.merge_mode, legacy_payload=legacy,
                       log_always_wins=legacy and (config.payload_class in (None, OVERWRITE_WITH_LATEST)))
 
@@ -86,6 +84,9 @@ class SliceRead:
     without_instants: frozenset[str] = frozenset()
     #: log records held in memory per slice before they spill to disk
     memory_budget: int = DEFAULT_BUDGET_BYTES
+    #: an incremental read decodes every log block and keeps the range's rows after merging, on any table
+    #: version (a stream: its replay must equal the snapshot, see :func:`decodes_whole_log`)
+    whole_log: bool = False
 
     def key_array(self, t: pa.Table) -> pa.Array:
         cfg = self.table.config
@@ -141,9 +142,14 @@ def _whole(req: SliceRead, pieces: Iterator[Piece], with_deletes: bool) -> tuple
 
 def decodes_whole_log(config: TableConfig) -> bool:
     """Whether an incremental read decodes every log block of a slice and keeps the range's rows after merging
-    (v8+: rows are told by their commit time), rather than the range's blocks alone (v6, as Hudi 0.x's scanner).
-    A v6 table whose nulls keep earlier values needs the older blocks too: a change's row takes its null fields
-    from them."""
+    (v8+: rows are told by their commit time), rather than the range's blocks alone (v6, as Hudi 0.x's scanner
+    and so Hudi's incremental query). A v6 table whose nulls keep earlier values needs the older blocks too: a
+    change's row takes its null fields from them.
+
+    The stream always decodes the whole log (:attr:`SliceRead.whole_log`): on v6, the range's blocks alone let a
+    record that the older blocks outrank (a smaller ordering value, preCombined away in every snapshot) pass for
+    a change, and a replay of the stream would then differ from the table (tests/hudi_oracle:
+    mor_v6_015_default_payload, where Hudi 0.15's own incremental query returns that record)."""
     return config.version >= 8 or config.nulls_keep_values
 
 
@@ -163,7 +169,7 @@ def slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None, 
     (unless :func:`decodes_whole_log`).
     """
     before = None
-    whole_log = decodes_whole_log(req.table.config)
+    whole_log = req.whole_log or decodes_whole_log(req.table.config)
     if with_before:
         if not whole_log or req.instant_range is None or req.instant_range.instants is None:
             raise ValueError("the earlier state needs a table v8+ read of an explicit set of instants")

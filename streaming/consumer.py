@@ -28,7 +28,6 @@ from ..hoodie.slice_reader import (
     Piece,
     SliceRead,
     align,
-    decodes_whole_log,
     read_slice_changes,
     slice_pieces,
 )
@@ -164,7 +163,7 @@ def change_pieces(table: HudiTable, split: Split, schema: pa.Schema, columns: pa
             yield from map(removed, slice_pieces(SliceRead(table, columns, split.max_instant), file_slice(split)))
         return
     rng = InstantRange(instants=frozenset(split.instants)) if split.instants is not None else None
-    req = SliceRead(table, columns, split.max_instant, rng, MergeType(merge_type))
+    req = SliceRead(table, columns, split.max_instant, rng, MergeType(merge_type), whole_log=True)
     keys_only = read_schema(table, columns, [RECORD_KEY], incremental=True)
     # a rewritten base file drops deleted keys without a trace: they are found against the prior slice
     rewrite_deletes = find_deletes and split.prior is not None
@@ -233,16 +232,15 @@ def _changes_and_earlier_state(split: Split, req: SliceRead, keys_only: pa.Schem
     """The range's rows, its deletes, and the file group's earlier state (None when nothing came before), in
     pieces where the read allows it.
 
-    v8+ incremental reads decode every block of the slice anyway, so the earlier state comes from the same pass,
-    piece by piece; so do snapshot splits (nothing came before), and v6 tables whose nulls keep earlier values
-    (:func:`decodes_whole_log`). Otherwise (table v6, or a range that wrote the
-    base file) the range's rows — no more than the range wrote — are read whole, then the earlier state in a
-    second read, made only when the range changed something or its rewrite may hide deletes, restricted to the
-    keys it changed unless the rewrite's deletes need every key, and of the keys alone unless values are
-    delivered (pre-images, deleted rows).
+    A range that did not write the base file decodes every block of the slice (``SliceRead.whole_log``), so the
+    earlier state comes from the same pass, piece by piece; so do snapshot splits (nothing came before).
+    Otherwise (a range that wrote the base file) the range's rows — no more than the range wrote — are read
+    whole, then the earlier state in a second read, made only when the range changed something or its rewrite
+    may hide deletes, restricted to the keys it changed unless the rewrite's deletes need every key, and of the
+    keys alone unless values are delivered (pre-images, deleted rows).
     """
     fs = file_slice(split)
-    if split.instants is None or (decodes_whole_log(req.table.config) and not _rewrote_base(split)):
+    if split.instants is None or not _rewrote_base(split):
         assert not rewrite_deletes  # a prior slice comes only with a range that wrote the base file
         yield from slice_pieces(req, fs, with_deletes=find_deletes, with_before=split.instants is not None)
         return

@@ -405,7 +405,10 @@ class Writer:
             self.manifest["error"] = describe(exc)
             self.manifest["traceback"] = traceback.format_exc()[-4000:]
         finally:
-            self.spark.sql(f"DROP TABLE IF EXISTS {self.cfg['name']}")
+            try:  # the catalog entry of ALTER TABLE; Hudi may fail to drop a table it cannot read
+                self.spark.sql(f"DROP TABLE IF EXISTS {self.cfg['name']}")
+            except Exception as exc:  # noqa: BLE001
+                self.manifest["drop_table"] = describe(exc)
         (self.work / "manifest.json").write_text(json.dumps(self.manifest, indent=1, default=str))
 
 

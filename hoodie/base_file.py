@@ -95,12 +95,13 @@ class BaseFileReader(ABC):
     @contextlib.contextmanager
     def decoding(self) -> Iterator[None]:
         """The format library's errors about the file's bytes as one :class:`CorruptFileError` naming it. A
-        missing file stays ``FileNotFoundError`` (the stream's data-loss check reads it so), and credential
-        errors are the storage layer's."""
+        missing file stays ``FileNotFoundError`` (the stream's data-loss check reads it so), a store that failed
+        (connection, timeout, permission: ``OSError`` subclasses too) stays what it is, and credential errors are
+        the storage layer's."""
         try:
             yield
-        except FileNotFoundError:
-            raise
+        except (FileNotFoundError, ConnectionError, TimeoutError, PermissionError):
+            raise  # the file is gone or the store failed: not a statement about the file's bytes
         except self.corrupt_errors as e:
             raise CorruptFileError(f"{self.where}: not a readable {self.format_name} file ({e})") from e
 

@@ -224,3 +224,17 @@ def test_a_base_file_of_another_kind_is_refused_naming_it(tmp_path):
     (tmp_path / "f_0-0-0_1.hfile").write_bytes(b"x")
     with pytest.raises(UnsupportedTableError, match=r"f_0-0-0_1\.hfile: base files of this kind"):
         open_base_file(Storage(str(tmp_path)), "f_0-0-0_1.hfile")
+
+
+@pytest.mark.parametrize("failure", [ConnectionResetError, TimeoutError, PermissionError])
+def test_a_store_that_fails_is_not_called_a_corrupt_file(failure, tmp_path, monkeypatch):
+    """A connection reset, a timeout or a refused permission while a base file is opened is the store's failure,
+    raised as it is, not a claim about the file's bytes (they are OSErrors, like Arrow's decode errors)."""
+    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "f.parquet")
+    storage = Storage(str(tmp_path))
+
+    def failing(rel):
+        raise failure("the store failed")
+    monkeypatch.setattr(storage, "parquet_file", failing)
+    with pytest.raises(failure):
+        open_base_file(storage, "f.parquet")

@@ -73,21 +73,25 @@ def _rows(batches, first: int) -> list[dict]:
 
 
 def stream(fx: HudiFixture, table: Path, state: Path, ignore: tuple[str, ...] = (), **options: str) -> list[str]:
-    """The stream started at earliest on the table after step 0, stopped after each step and restarted from
-    its state on the table after the next; after each step its deliveries must rebuild Hudi's snapshot."""
+    """The stream started at earliest on the table after step 0, stopped and restarted from its state after
+    each instant of the later steps; after each step its deliveries must rebuild Hudi's snapshot."""
     out: list[str] = []
     delivered: list[dict] = []
     offset = None
     for k, step in enumerate(fx.steps):
-        fx.materialize(k, table)
+        # within a step of several instants (a write, then its compaction, clean, archive), also stopped and
+        # restarted after each instant but the last
+        visible = [*range(1, len(fx.new_instants(k)) if k else 1), None]  # None: the whole step
         try:
-            reader = make_reader(str(table), str(state), emitDeletes="true", **options)
-            batches = run_batches(reader, start=offset)
-            offset = reader._last_offset
+            for j in visible:
+                fx.materialize_between(k, j, table) if j else fx.materialize(k, table)
+                reader = make_reader(str(table), str(state), emitDeletes="true", **options)
+                batches = run_batches(reader, start=offset)
+                offset = reader._last_offset
+                delivered += _rows(batches, len(delivered) and delivered[-1]["_batch"] + 1)
         except Exception as exc:  # noqa: BLE001
             out.append(f"step {k} stream: {_first_line(exc)}")
             break
-        delivered += _rows(batches, len(delivered) and delivered[-1]["_batch"] + 1)
         _alter_sink(delivered, step["step"]["op"])
         snapshot = read_gold(fx.gold(next(g["dir"] for g in step["gold"] if g["kind"] == "snapshot")))
         diffs = state_differences(apply_upserts(delivered), snapshot, ignore=REWRITTEN_META + ignore)

@@ -47,10 +47,36 @@ class HudiFixture:
         self._unpack()
         return self.work / "zip" / rel
 
+    def new_instants(self, step: int) -> list[dict]:
+        """The instants ``step`` completed, in timeline order (the step's write, then any table service)."""
+        before = {e["requested"] for e in self.steps[step - 1]["instants"]} if step else set()
+        return [e for e in self.steps[step]["instants"] if e["requested"] not in before]
+
+    def materialize_between(self, step: int, visible: int, dest: Path) -> Path:
+        """Make ``dest`` the table while ``step`` was under way: the first ``visible`` of its new instants
+        completed, the later ones still requested or inflight. Every file of the step before and of this step is
+        there (a clean later in the step has removed nothing yet), but the completed timeline files of the later
+        instants and the archive files this step wrote."""
+        v8 = self.config["version"] >= 8
+        hidden = set()
+        for e in self.new_instants(step)[visible:]:
+            name = f"{e['requested']}_{e['completed']}.{e['action']}" if v8 else f"{e['requested']}.{e['action']}"
+            folder = ".hoodie/timeline" if v8 else ".hoodie"
+            hidden |= {f"{folder}/{name}", f"{folder}/.{name}.crc"}
+        before: dict[str, str] = self.steps[step - 1]["files"]
+        now: dict[str, str] = self.steps[step]["files"]
+        archive = (".hoodie/timeline/history/", ".hoodie/archived/")
+        want = {**before, **{rel: h for rel, h in now.items()
+                             if rel in before or not rel.startswith(archive)}}
+        return self._write_tree({rel: h for rel, h in want.items() if rel not in hidden}, dest)
+
     def materialize(self, step: int, dest: Path) -> Path:
         """Make ``dest`` hold exactly the table after ``step``: files added, changed and removed as Hudi did."""
+        return self._write_tree(self.steps[step]["files"], dest)
+
+    def _write_tree(self, want: dict[str, str], dest: Path) -> Path:
+        """``dest`` with exactly the files ``want`` names (relative path -> content hash)."""
         self._unpack()
-        want: dict[str, str] = self.steps[step]["files"]
         dest.mkdir(parents=True, exist_ok=True)
         for root, _dirs, files in os.walk(dest):
             for f in files:

@@ -84,6 +84,19 @@ def test_hudi_wrote_every_step_or_its_refusal_is_listed(name, tmp_path):
         assert fx.error and re.search(refused.pattern, fx.error), f"{name}: Hudi's error changed: {fx.error}"
 
 
+@pytest.mark.parametrize("name", [n for n in WRITTEN if configurations()[n]["scenario"] == "concurrent"])
+def test_the_concurrent_writers_really_collided(name, tmp_path):
+    """The two writers of each concurrent step wrote at once: one lost Hudi's optimistic-concurrency check,
+    its instant was rolled back, and it wrote again (the tables above are read after all that)."""
+    fx = fixture(name, tmp_path)
+    concurrent = [k for k, s in enumerate(fx.steps) if s["step"]["op"] == "concurrent"]
+    assert concurrent
+    assert len(fx.manifest["conflicts"]) >= len(concurrent)
+    assert all("HoodieWriteConflictException" in c for c in fx.manifest["conflicts"])
+    for k in concurrent:
+        assert [e["action"] for e in fx.new_instants(k)].count("rollback") >= 1, f"step {k}: no conflict"
+
+
 def test_the_matrix_is_complete():
     """Every configuration has its zip, none is left over, and each difference or refusal is in the README."""
     configs = configurations()

@@ -22,8 +22,8 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
-import threading
 import time
 import traceback
 from pathlib import Path
@@ -242,6 +242,34 @@ def position(e: dict, version: int) -> str:
     return e["completed"] if version >= 8 else e["requested"]
 
 
+def write_retrying(write) -> list[str]:
+    """``write()`` until it succeeds, three tries at most (a writer that lost an optimistic-concurrency conflict
+    writes again); returns the errors of the failed tries."""
+    errors: list[str] = []
+    for _ in range(3):
+        try:
+            write()
+            return errors
+        except Exception as exc:  # noqa: BLE001 - a conflict is retried, anything else reported
+            errors.append(describe(exc))
+    raise RuntimeError(f"writer gave up after conflicts: {errors}")
+
+
+def second_writer(spark: SparkSession, name: str, table: Path, keys: range, g: int, ready: Path) -> None:
+    """The other writer of a ``concurrent`` step, in a JVM of its own: ready once its session is up, then
+    upserts its keys at once."""
+    cfg = configurations()[name]
+    shape, opts = Shape(cfg), write_options(cfg)
+    df = spark.createDataFrame([shape.row(i, g) for i in keys], shape.schema())
+    # a JVM's first Hudi job spends seconds loading classes: warmed up first, so the two writes overlap
+    spark.read.format("hudi").load(str(table)).count()
+    ready.touch()
+    for error in write_retrying(lambda: (df.write.format("hudi").options(**opts)
+                                         .option("hoodie.datasource.write.operation", "upsert")
+                                         .mode("append").save(str(table)))):
+        print(f"conflict: {error}", flush=True)
+
+
 def describe(exc: BaseException) -> str:
     """One line for an error: for a JVM error, the chain of its causes' messages (the root cause says why)."""
     java = getattr(exc, "java_exception", None)
@@ -258,8 +286,9 @@ def describe(exc: BaseException) -> str:
 # ---- one configuration ----------------------------------------------------------------------------------------
 
 class Writer:
-    def __init__(self, spark: SparkSession, cfg: dict, work: Path, spark_version: str, hudi_version: str):
-        self.spark, self.cfg, self.work = spark, cfg, work
+    def __init__(self, spark: SparkSession, cfg: dict, work: Path, spark_version: str, hudi_version: str,
+                 jar: str):
+        self.spark, self.cfg, self.work, self.jar = spark, cfg, work, jar
         self.table = work / "table"
         self.blobs = work / "blobs"
         self.shape = Shape(cfg)
@@ -321,25 +350,25 @@ class Writer:
             raise ValueError(f"unknown step {op}")
 
     def concurrent(self, key_sets: list[range], g: int) -> None:
-        """Two writers at once, each its own write client, under optimistic concurrency with a file-system lock;
-        a writer that loses a conflict writes again, as a user's retry would."""
-        errors: list[str] = []
-
-        def one(keys: range) -> None:
-            for _ in range(3):
-                try:
-                    self.write(self.frame(keys, g), "upsert")
-                    return
-                except Exception as exc:  # noqa: BLE001 - a conflict is retried, anything else reported
-                    errors.append(str(exc).splitlines()[0][:300])
-            raise RuntimeError(f"writer gave up after conflicts: {errors}")
-
-        threads = [threading.Thread(target=one, args=(k,)) for k in key_sets]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        self.manifest.setdefault("conflicts", []).extend(errors)
+        """Two writers at once, in two JVMs (this one and a second process), each its own write client, under
+        optimistic concurrency with a file-system lock: the second process says when its session is up, and both
+        write from then on. A writer that loses a conflict writes again, as a user's retry would."""
+        ready = self.work / "second_writer.ready"
+        ready.unlink(missing_ok=True)
+        second = subprocess.Popen(
+            [sys.executable, __file__, "--jar", self.jar, "--writer", self.cfg["writer"], "--hudi-version",
+             self.manifest["hudi"], "--out", str(self.work), "--second-writer", self.cfg["name"],
+             "--keys", f"{key_sets[1].start},{key_sets[1].stop}", "--gen", str(g), "--ready", str(ready)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 300
+        while not ready.exists() and second.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        conflicts = write_retrying(lambda: self.write(self.frame(key_sets[0], g), "upsert"))
+        output, _ = second.communicate(timeout=900)
+        if second.returncode != 0:
+            raise RuntimeError(f"the second writer failed: {output.strip().splitlines()[-1:]}")
+        conflicts += [ln[len("conflict: "):] for ln in output.splitlines() if ln.startswith("conflict: ")]
+        self.manifest.setdefault("conflicts", []).extend(conflicts)
 
     def reader(self):
         # Hudi 1.2 on Spark 3.5 cannot read its ORC base files with Spark's vectorized ORC reader
@@ -419,7 +448,19 @@ def main() -> None:
     ap.add_argument("--hudi-version", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", default="", help="comma-separated configuration names")
+    ap.add_argument("--second-writer", help="the other writer of a concurrent step: its configuration")
+    ap.add_argument("--keys", help="--second-writer: first,end of its keys")
+    ap.add_argument("--gen", type=int, help="--second-writer: the generation of its values")
+    ap.add_argument("--ready", help="--second-writer: a file to create once its session is up")
     args = ap.parse_args()
+    if args.second_writer:
+        spark = session(args.jar)
+        spark.sparkContext.setLogLevel("ERROR")
+        first, end = map(int, args.keys.split(","))
+        second_writer(spark, args.second_writer, Path(args.out) / "table", range(first, end), args.gen,
+                      Path(args.ready))
+        spark.stop()
+        return
     wanted = set(filter(None, args.only.split(",")))
     todo = [c for c in configurations().values()
             if c["writer"] == args.writer and (not wanted or c["name"] in wanted)]
@@ -427,7 +468,7 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     for n, cfg in enumerate(todo, 1):
         t0 = time.monotonic()
-        w = Writer(spark, cfg, Path(args.out) / cfg["name"], spark.version, args.hudi_version)
+        w = Writer(spark, cfg, Path(args.out) / cfg["name"], spark.version, args.hudi_version, args.jar)
         w.run()
         status = w.manifest["error"] or "ok"
         print(f"[{n}/{len(todo)}] {cfg['name']}: {len(w.manifest['steps'])} steps, "

@@ -40,6 +40,23 @@ def last_applied(spark, out: str) -> int:
     return -1 if last is None else last
 
 
+def clear_interrupted_first_offset(checkpoint: Path) -> None:
+    """Remove the temporary file Spark leaves in ``offsets/`` when it is killed while writing its first offset.
+
+    Spark 4 refuses to start a query whose checkpoint has no committed offset but a non-empty ``offsets``
+    folder (SPARK-53103: "offsets should be empty on batch 0"), and counts that orphaned ``.0.<uuid>.tmp``
+    file, so such a query could never restart. The README tells operators to delete it; the job does the same.
+    Nothing committed is touched: the file was never renamed into place, and nothing reads it.
+    """
+    offsets = checkpoint / "offsets"
+    if not offsets.is_dir() or any(p.name.isdigit() for p in offsets.iterdir()):
+        return
+    for p in offsets.iterdir():
+        if p.name.startswith(".") and (p.name.endswith(".tmp") or p.name.endswith(".tmp.crc")):
+            p.unlink()
+            print(f"removed Spark's interrupted first offset {p.name}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--table", required=True)
@@ -56,6 +73,7 @@ def main() -> None:
 
     from hudi_streaming.streaming.local_spark import local_spark
 
+    clear_interrupted_first_offset(Path(args.work) / "checkpoint")
     spark = local_spark("hudi-streaming-e2e", f"local[2,{args.task_retries}]")
     reader = spark.readStream.format("hudi_streaming").option("stateLocation", f"{args.work}/state")
     for k, v in json.loads(args.options).items():

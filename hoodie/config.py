@@ -236,6 +236,7 @@ class TableConfig(BaseModel):
                                         f"(supported: {', '.join(map(str, SUPPORTED_LAYOUTS))})")
         layout = int(layout_text)
         timeline_path = _folder(props, "hoodie.timeline.path", "timeline", where)
+        partial_mode = (props.get("hoodie.table.partial.update.mode") or "").upper()
         create_schema = props.get("hoodie.table.create.schema") or None
         # the table's schema until a commit carries one: checked here so the error names this file
         problem = record_schema_problem(create_schema) if create_schema is not None else None
@@ -256,12 +257,9 @@ class TableConfig(BaseModel):
             key_generator=props.get("hoodie.table.keygenerator.type") or props.get("hoodie.table.keygenerator.class"),
             payload_class=payload,
             merge_mode=_infer_merge_mode(props, version, payload, ordering, where),
-            partial_update=(payload == PARTIAL_UPDATE_PAYLOAD
-                            or (props.get("hoodie.table.partial.update.mode") or "").upper() in ("FILL_UNAVAILABLE",
-                                                                                                 "KEEP_VALUES")),
+            partial_update=payload == PARTIAL_UPDATE_PAYLOAD or partial_mode in ("FILL_UNAVAILABLE", "KEEP_VALUES"),
             legacy_merge=_legacy_merge(props, version, payload),
-            nulls_keep_values=(payload in NULLS_KEEP_VALUES_PAYLOADS
-                               or (props.get("hoodie.table.partial.update.mode") or "").upper() == "IGNORE_DEFAULTS"),
+            nulls_keep_values=payload in NULLS_KEEP_VALUES_PAYLOADS or partial_mode == "IGNORE_DEFAULTS",
             hive_style_partitioning=_bool(props.get("hoodie.datasource.write.hive_style_partitioning"), False),
             url_encode_partitions=_bool(props.get("hoodie.datasource.write.partitionpath.urlencode"), False),
             drop_partition_columns=_bool(props.get("hoodie.datasource.write.drop.partition.columns"), False),

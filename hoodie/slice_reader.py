@@ -162,8 +162,8 @@ def slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None, 
     them). No piece is referenced here once it is handed on (the pieces go through ``map``, not loop variables,
     which would keep the last one alive while the next is read): a consumer that drops each piece holds one.
 
-    ``with_before`` (table v8+ incremental reads of an explicit set of instants, whose range did not write the
-    base file) adds the earlier state of the keys each piece changed: the slice as it was before the
+    ``with_before`` (incremental reads of an explicit set of instants that decode the whole log, whose range did
+    not write the base file) adds the earlier state of the keys each piece changed: the slice as it was before the
     range's instants (base rows merged with the log blocks of every other instant), restricted to those keys,
     from the same base rows and decoded blocks — v6 reads decode just the range's blocks, so they cannot
     (unless :func:`decodes_whole_log`).
@@ -172,7 +172,7 @@ def slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None, 
     whole_log = req.whole_log or decodes_whole_log(req.table.config)
     if with_before:
         if not whole_log or req.instant_range is None or req.instant_range.instants is None:
-            raise ValueError("the earlier state needs a table v8+ read of an explicit set of instants")
+            raise ValueError("the earlier state needs a read of the whole log over an explicit set of instants")
         before = req.instant_range.instants
     empty = req.schema.empty_table()
     none_deleted = empty if with_deletes else None

@@ -23,14 +23,7 @@ from ..hoodie.fs_view import BaseFile, FileSlice, LogFile
 from ..hoodie.logfile.format import parse_log_file_name
 from ..hoodie.read import read_schema
 from ..hoodie.scanner import InstantRange
-from ..hoodie.slice_reader import (
-    MergeType,
-    Piece,
-    SliceRead,
-    align,
-    read_slice_changes,
-    slice_pieces,
-)
+from ..hoodie.slice_reader import MergeType, Piece, SliceRead, align, read_slice_changes, slice_pieces
 from ..hoodie.table import COMMIT_TIME, RECORD_KEY, HudiTable
 from ..monitor.split import PriorSlice, Split
 from .options import Deletes

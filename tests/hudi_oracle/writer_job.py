@@ -242,6 +242,12 @@ def position(e: dict, version: int) -> str:
     return e["completed"] if version >= 8 else e["requested"]
 
 
+def hudi_write(df, table: Path, options: dict[str, str], operation: str) -> None:
+    """One Hudi write operation of ``df`` into ``table``."""
+    (df.write.format("hudi").options(**options).option("hoodie.datasource.write.operation", operation)
+     .mode("append").save(str(table)))
+
+
 def write_retrying(write) -> list[str]:
     """``write()`` until it succeeds, three tries at most (a writer that lost an optimistic-concurrency conflict
     writes again); returns the errors of the failed tries."""
@@ -264,9 +270,7 @@ def second_writer(spark: SparkSession, name: str, table: Path, keys: range, g: i
     # a JVM's first Hudi job spends seconds loading classes: warmed up first, so the two writes overlap
     spark.read.format("hudi").load(str(table)).count()
     ready.touch()
-    for error in write_retrying(lambda: (df.write.format("hudi").options(**opts)
-                                         .option("hoodie.datasource.write.operation", "upsert")
-                                         .mode("append").save(str(table)))):
+    for error in write_retrying(lambda: hudi_write(df, table, opts, "upsert")):
         print(f"conflict: {error}", flush=True)
 
 
@@ -302,8 +306,7 @@ class Writer:
         return self.spark.createDataFrame(rows, self.shape.schema())
 
     def write(self, df, operation: str, extra: dict | None = None) -> None:
-        (df.write.format("hudi").options(**self.opts).option("hoodie.datasource.write.operation", operation)
-         .options(**(extra or {})).mode("append").save(str(self.table)))
+        hudi_write(df, self.table, {**self.opts, **(extra or {})}, operation)
 
     def step_options(self, index: int) -> dict:
         if "pending_compaction" in self.cfg["services"] and index == 3:

@@ -4,9 +4,9 @@ A v9 MOR file group of ``--rows`` rows gets ``--commits`` upserts of ``--updates
 file per commit). The stream plans the last commit as one split; the script times, best of ``--repeat``:
 
 - plain: ``read_slice_changes`` of the split's range (the merged rows the range wrote, nothing else);
-- stream: ``split_changes`` in upsert mode (the same rows plus ``_change_type``, which needs the file group's
+- stream: ``slice_changes`` in upsert mode (the same rows plus ``_change_type``, which needs the file group's
   earlier state: from the same decoded blocks on v8+);
-- changelog: ``split_changes`` in changelog mode (plus pre-images).
+- changelog: ``slice_changes`` in changelog mode (plus pre-images).
 
 It prints each time and its ratio to the plain read, after checking the stream's rows equal the plain read's.
 
@@ -18,9 +18,10 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
+
+import common  # bench/
 
 
 def build(table: str, rows: int, commits: int, updates: int) -> None:
@@ -42,12 +43,9 @@ def build(table: str, rows: int, commits: int, updates: int) -> None:
 
 
 def best_of(repeat: int, fn) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
+    """The best wall time of ``repeat`` runs of ``fn`` and its last result."""
+    results: list = []
+    return common.best_of(fn, repeat, results.append).seconds, results[-1]
 
 
 def main() -> None:
@@ -63,12 +61,11 @@ def main() -> None:
     if not os.path.exists(table):
         build(table, args.rows, args.commits, args.updates)
 
+    from hudi_streaming.hoodie.changes import Deletes, output_schema, read_columns, slice_changes
     from hudi_streaming.hoodie.scanner import InstantRange
     from hudi_streaming.hoodie.slice_reader import SliceRead, read_slice_changes
     from hudi_streaming.hoodie.table import HudiTable
     from hudi_streaming.monitor.monitor import MonitorOptions, StreamMonitor
-    from hudi_streaming.streaming.consumer import file_slice, output_schema, read_columns, split_changes
-    from hudi_streaming.streaming.options import Deletes
 
     t = HudiTable(table)
     mon = StreamMonitor(t, MonitorOptions())
@@ -77,9 +74,10 @@ def main() -> None:
     out = output_schema(t.arrow_schema(), None)
     cols = read_columns(t, out)
     req = SliceRead(t, cols, split.max_instant, InstantRange(instants=frozenset(split.instants)))
-    plain_s, (plain, _) = best_of(args.repeat, lambda: read_slice_changes(req, file_slice(split), with_deletes=False))
-    stream_s, stream = best_of(args.repeat, lambda: split_changes(t, split, out, cols, Deletes.IGNORE))
-    log_s, changes = best_of(args.repeat, lambda: split_changes(t, split, out, cols, Deletes.IGNORE, changelog=True))
+    rng = split.slice_range()
+    plain_s, (plain, _) = best_of(args.repeat, lambda: read_slice_changes(req, rng.slice, with_deletes=False))
+    stream_s, stream = best_of(args.repeat, lambda: slice_changes(t, rng, out, cols, Deletes.IGNORE))
+    log_s, changes = best_of(args.repeat, lambda: slice_changes(t, rng, out, cols, Deletes.IGNORE, changelog=True))
     if sorted(stream.column("uuid").to_pylist()) != sorted(plain.column("uuid").to_pylist()):
         sys.exit("the stream's rows differ from the plain range read")
     kinds = dict(Counter(changes.column("_change_type").to_pylist()))
@@ -87,7 +85,7 @@ def main() -> None:
           f"rows of instant {split.instants[0]} (changelog: {kinds})")
     print(f"{'read':<44} | {'best ms':>8} | {'vs plain':>8}")
     for name, secs in (("plain range read (read_slice_changes)", plain_s),
-                       ("stream, upsert mode (split_changes)", stream_s),
+                       ("stream, upsert mode (slice_changes)", stream_s),
                        ("stream, changelog mode (pre-images)", log_s)):
         print(f"{name:<44} | {secs * 1000:>8.1f} | {secs / plain_s:>7.2f}x")
 

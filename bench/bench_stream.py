@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import verdict  # bench/
+
 PARQUET_TARGET = 0.5  # stream rows/s / spark.read.parquet rows/s, inside batches
 BARE_TARGET = 0.9  # issue 12: stream rows/s / the bare Python source's, inside batches, same run
 BARE = "bare Python source (+ _change_type)"  # the stream's columns: the target's baseline
@@ -149,7 +151,6 @@ def task_cpu_split(table: str, files: list[str], repeat: int) -> dict[str, float
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from hudi_streaming.hoodie.slice_reader import SliceRead, slice_pieces
-    from hudi_streaming.streaming.consumer import file_slice
     from hudi_streaming.streaming.driver import plan_batch_read
     from hudi_streaming.streaming.source import FileGroupPartition, HudiStreamingDataSource, _task_table
 
@@ -162,7 +163,7 @@ def task_cpu_split(table: str, files: list[str], repeat: int) -> dict[str, float
 
     def pieces(read_optimized: bool, logs_only: bool):
         for hudi_table, columns, split in slices:
-            fs = file_slice(split)
+            fs = split.slice_range().slice
             yield from slice_pieces(SliceRead(hudi_table, columns, split.max_instant, read_optimized=read_optimized),
                                     replace(fs, base_file=None) if logs_only else fs)
 
@@ -258,7 +259,7 @@ def main() -> None:
           "log updates that the others do not read")
     vs_bare = rate(stream) / rate(BARE)
     print(f"ratio stream / bare Python source with the stream's columns rows/s: {vs_bare:.2f}x inside batches "
-          f"(target >= {BARE_TARGET}x: {'PASS' if vs_bare >= BARE_TARGET else 'FAIL'}), "
+          f"(target >= {BARE_TARGET}x: {verdict(vs_bare >= BARE_TARGET)}), "
           f"{rate(stream, True) / rate(BARE, True):.2f}x end to end; {rate(stream) / rate(BARE_BASE):.2f}x the bare "
           f"source with the base columns only, whose rate the _change_type column alone takes to "
           f"{rate(BARE) / rate(BARE_BASE):.2f}x")

@@ -6,7 +6,13 @@ slice from the split alone, so replaying a split after a crash reads the same by
 """
 from __future__ import annotations
 
+import posixpath
+
 from pydantic import BaseModel, ConfigDict
+
+from ..hoodie.changes import SliceRange
+from ..hoodie.fs_view import BaseFile, FileSlice, LogFile
+from ..hoodie.logfile.format import parse_log_file_name
 
 
 class LogRef(BaseModel):
@@ -27,6 +33,10 @@ class PriorSlice(BaseModel):
     base_instant: str = ""
     logs: list[LogRef] = []
     max_instant: str
+
+    def file_slice(self, partition: str, file_id: str) -> FileSlice:
+        """The prior slice's files as planned (its partition and file id are its split's)."""
+        return _file_slice(self, partition, file_id)
 
 
 class Split(BaseModel):
@@ -57,3 +67,26 @@ class Split(BaseModel):
     @property
     def files(self) -> list[str]:
         return ([self.base_path] if self.base_path else []) + [lf.path for lf in self.logs]
+
+    def slice_range(self) -> SliceRange:
+        """The split as the format layer reads its changes: the file slice exactly as planned (paths and sizes
+        from the split, not from a new listing) and its instants."""
+        prior = self.prior
+        return SliceRange(_file_slice(self, self.partition, self.file_id), self.max_instant,
+                          tuple(self.instants) if self.instants is not None else None, self.replaced_by,
+                          prior.file_slice(self.partition, self.file_id) if prior else None,
+                          prior.max_instant if prior else "")
+
+
+def _file_slice(planned: Split | PriorSlice, partition: str, file_id: str) -> FileSlice:
+    base = None
+    if planned.base_path:
+        parts = posixpath.basename(planned.base_path).split("_")
+        base = BaseFile(planned.base_path, file_id, parts[1] if len(parts) > 2 else "", planned.base_instant,
+                        planned.base_size)
+    logs = []
+    for ref in planned.logs:
+        parsed = parse_log_file_name(posixpath.basename(ref.path))
+        logs.append(LogFile(ref.path, file_id, parsed.instant if parsed else "", parsed.version if parsed else 0,
+                            parsed.write_token if parsed else None, ref.size))
+    return FileSlice(partition, file_id, planned.base_instant, base, logs)

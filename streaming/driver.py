@@ -35,13 +35,14 @@ import pyarrow as pa
 
 from .._faults import fault_point
 from ..errors import DataLossError, OptionError, StateError, UnsupportedTableError
+from ..hoodie.changes import Deletes, output_schema, read_columns
 from ..hoodie.read import incremental_instants, plan_slices
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
 from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
 from ..state import PlannedSplit, StateStore, StreamState
-from .consumer import SplitRange, output_schema, read_columns
-from .options import Deletes, ReadMode, SourceOptions
+from .consumer import SplitRange
+from .options import ReadMode, SourceOptions
 
 log = logging.getLogger(__name__)
 

@@ -20,21 +20,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import OptionError
+from ..hoodie.changes import Deletes
 from .storage_options import storage_options
 
 
 class ReadMode(str, enum.Enum):
     UPSERT = "upsert"
     CHANGELOG = "changelog"
-
-
-class Deletes(str, enum.Enum):
-    """What a stream does with a delete: deliver it, drop it, or stop — the default, as Delta's source does, since
-    dropping deletes the user did not ask to drop lets an upsert sink drift from the table without a word."""
-
-    EMIT = "emit"
-    IGNORE = "ignore"
-    FAIL = "fail"
 
 
 class SourceOptions(BaseModel):

@@ -18,12 +18,12 @@ import pytest
 from conftest import fixture_names
 
 from hudi_streaming.hoodie import slice_reader
+from hudi_streaming.hoodie.changes import Deletes, output_schema, read_columns, slice_changes
 from hudi_streaming.hoodie.read import plan_slices
 from hudi_streaming.hoodie.slice_reader import SliceRead, align, read_slice
 from hudi_streaming.hoodie.table import HudiTable
 from hudi_streaming.monitor.monitor import MonitorOptions, StreamMonitor
-from hudi_streaming.streaming.consumer import SplitRange, consume, output_schema, read_columns, split_changes
-from hudi_streaming.streaming.options import Deletes
+from hudi_streaming.streaming.consumer import SplitRange, consume
 
 WHOLE = 10**9
 
@@ -96,9 +96,9 @@ def test_a_split_streamed_in_pieces_delivers_the_same_changes_and_resumes_anywhe
     for changelog in (False, True):
         for split in splits:
             monkeypatch.setattr(slice_reader, "PIECE_ROWS", WHOLE)
-            whole = split_changes(table, split, out, columns, Deletes.EMIT, changelog)
+            whole = slice_changes(table, split.slice_range(), out, columns, Deletes.EMIT, changelog)
             monkeypatch.setattr(slice_reader, "PIECE_ROWS", 2)
-            pieces = split_changes(table, split, out, columns, Deletes.EMIT, changelog)
+            pieces = slice_changes(table, split.slice_range(), out, columns, Deletes.EMIT, changelog)
             # the same changes: pieces only reorder them
             assert sorted(map(repr, pieces.to_pylist())) == sorted(map(repr, whole.to_pylist())), split.file_id
             # a range resumed at any record continues the same sequence (what a restarted batch relies on)

@@ -1,0 +1,310 @@
+"""The change feed of a Hudi table: what changed in one file slice over a range of instants, with change types.
+
+These are facts about the table, not about Spark: a row is an update when its key was in the file group before
+the range and an insert otherwise; an update's pre-image and a deleted key's last values come from that earlier
+state (the base file plus the log blocks older than the range, or — when the range rewrote the base file —
+the file group's prior slice); a copy-on-write rewrite deletes the keys it left out without writing a delete
+record; and the file groups an insert overwrite replaced lose every row at once.
+
+The stream (``streaming.consumer``), the batch API (:func:`hudi_streaming.read_changes`) and the CLI's ``tail``
+all read changes through :func:`change_pieces`. Its output order is fixed — per piece of the slice read,
+pre-images, then upserts, then deletes — because a stream resumes a split by skipping the first N rows it
+delivered: changing that order changes what an offset means (bump the stream's offset version).
+"""
+from __future__ import annotations
+
+import enum
+import itertools
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import DataLossError, DeleteError
+from .fs_view import FileSlice
+from .read import read_schema
+from .scanner import InstantRange
+from .slice_reader import MergeType, Piece, SliceRead, align, read_slice_changes, slice_pieces
+from .table import COMMIT_TIME, RECORD_KEY, HudiTable
+
+log = logging.getLogger(__name__)
+
+CHANGE_TYPE = "_change_type"
+INSERT, UPDATE_PRE, UPDATE_POST, DELETE = "insert", "update_preimage", "update_postimage", "delete"
+
+
+class Deletes(str, enum.Enum):
+    """What a reader of changes does with a delete: deliver it, drop it, or stop — the stream's default, as
+    Delta's source does, since dropping deletes the user did not ask to drop lets an upsert sink drift from the
+    table without a word."""
+
+    EMIT = "emit"
+    IGNORE = "ignore"
+    FAIL = "fail"
+
+
+@dataclass(frozen=True)
+class SliceRange:
+    """One file slice (its files and sizes exactly as planned) and the instants whose changes it gives.
+
+    ``instants`` None means every row of the slice (a snapshot); ``replaced_by`` names the insert overwrite that
+    replaced the file group (every row of the slice is then deleted); ``prior`` is the file group as it was just
+    before a range that rewrote its base file, merged up to ``prior_max_instant``.
+    """
+
+    slice: FileSlice
+    max_instant: str
+    instants: tuple[str, ...] | None = None
+    replaced_by: str | None = None
+    prior: FileSlice | None = None
+    prior_max_instant: str = ""
+
+    @property
+    def where(self) -> str:
+        """The file group and instants, for error messages."""
+        return (f"file group {self.slice.partition}/{self.slice.file_id} (instants "
+                f"{list(self.instants or ['snapshot'])[:3]})")
+
+    @property
+    def rewrote_base(self) -> bool:
+        """Whether the range wrote the slice's base file (copy-on-write updates, compaction, clustering)."""
+        return (self.slice.base_file is not None and self.instants is not None
+                and self.slice.base_instant in self.instants)
+
+
+def output_schema(table_schema: pa.Schema, columns: list[str] | None) -> pa.Schema:
+    """Rows of the change feed: the (projected) table columns, then the change type."""
+    fields = [f for f in table_schema if columns is None or f.name in columns or f.name.startswith("_hoodie_")]
+    if columns is not None:
+        order = {c: i for i, c in enumerate(columns)}
+        meta = [f for f in fields if f.name not in order]
+        fields = meta + sorted((f for f in fields if f.name in order), key=lambda f: order[f.name])
+    return pa.schema(fields + [pa.field(CHANGE_TYPE, pa.string())])
+
+
+def read_columns(table: HudiTable, schema: pa.Schema) -> pa.Schema:
+    """The columns to read for output ``schema``: its table columns plus what merging needs (a stream's driver
+    works it out from the timeline, so executors read planned slices without loading it)."""
+    return read_schema(table, table.arrow_schema(), schema.names, incremental=True)
+
+
+def _files(fs: FileSlice | None) -> list[tuple[str, int]]:
+    if fs is None:
+        return []
+    return ([(fs.base_file.path, fs.base_file.size)] if fs.base_file else []) + [(lf.path, lf.size)
+                                                                                 for lf in fs.log_files]
+
+
+def _file_problem(table: HudiTable, path: str, size: int) -> str | None:
+    try:
+        actual = table.storage.size(path)
+    except FileNotFoundError:
+        return "was removed before it was read; the cleaner retains too few commits for this reader's lag"
+    return f"shrank from {size} to {actual} bytes since it was planned" if actual < size else None
+
+
+def verify_files(table: HudiTable, rng: SliceRange) -> None:
+    """The planned files must still exist with at least the planned sizes: a cleaner that removed one would
+    otherwise shift every row after it."""
+    for path, size in _files(rng.slice):
+        problem = _file_problem(table, path, size)
+        if problem:
+            raise DataLossError(f"{table.url}: {path} of {rng.where} {problem}")
+
+
+def _usable_prior(table: HudiTable, rng: SliceRange, strict: bool) -> SliceRange:
+    """The range, without its prior slice when the cleaner removed that already.
+
+    The prior slice only tells updates from inserts and supplies pre-images and rewrite deletes: when those
+    are delivered (``strict``) its loss is data loss; otherwise the rows are labelled inserts, with a warning.
+    """
+    problems = [f"{path} {p}" for path, size in _files(rng.prior) if (p := _file_problem(table, path, size))]
+    if not problems:
+        return rng
+    if strict:
+        raise DataLossError(f"{table.url}: the prior slice of {rng.where}: {problems[0]}")
+    log.warning("%s: DATA LOSS of change details: the prior slice of file group %s is gone (%s); its rows are "
+                "delivered as inserts, without pre-images or the deletes of the rewrite", table.url,
+                rng.slice.file_id, problems[0])
+    return replace(rng, prior=None)
+
+
+def slice_changes(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
+                  changelog: bool = False, merge_type: MergeType | str = MergeType.PAYLOAD_COMBINE,
+                  fail_on_data_loss: bool = True) -> pa.Table:
+    """Every change of ``rng``, whole: :func:`change_pieces` joined."""
+    pieces = list(change_pieces(table, rng, schema, columns, deletes, changelog, merge_type, fail_on_data_loss))
+    return pa.concat_tables(pieces) if pieces else schema.empty_table()
+
+
+def change_pieces(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
+                  changelog: bool = False, merge_type: MergeType | str = MergeType.PAYLOAD_COMBINE,
+                  fail_on_data_loss: bool = True) -> Iterator[pa.Table]:
+    """Every change of ``rng`` (``columns`` read, see :func:`read_columns`; rows shaped as ``schema``, see
+    :func:`output_schema`), in a fixed order, one piece of the slice read at a time (``slice_pieces``: a reader
+    holds one piece of the base file, not the file): per piece pre-images (``changelog``), upserts, then
+    deletes — or, when ``deletes`` is FAIL and the piece deleted rows, a :class:`DeleteError` naming the
+    instant (deletes are found unless they are ignored).
+
+    Pieces pass through ``map``, never a loop variable, so none is kept alive here while the next is read.
+    """
+    verify_files(table, rng)
+    rng = _usable_prior(table, rng, fail_on_data_loss and (deletes is Deletes.EMIT or changelog))
+    find_deletes = deletes is not Deletes.IGNORE  # to deliver them, or to stop on them
+    if rng.replaced_by is not None:
+        if find_deletes:
+            instant = rng.replaced_by
+
+            def removed(piece: Piece) -> pa.Table:
+                return _checked(table, rng, _with_kind(_at_instant(piece.rows, instant), DELETE, schema), deletes)
+            yield from map(removed, slice_pieces(SliceRead(table, columns, rng.max_instant), rng.slice))
+        return
+    window = InstantRange(instants=frozenset(rng.instants)) if rng.instants is not None else None
+    req = SliceRead(table, columns, rng.max_instant, window, MergeType(merge_type), whole_log=True)
+    keys_only = read_schema(table, columns, [RECORD_KEY], incremental=True)
+    # a rewritten base file drops deleted keys without a trace: they are found against the prior slice
+    rewrite_deletes = find_deletes and rng.prior is not None
+
+    def changes(rows: pa.Table, deleted: pa.Table | None, before: pa.Table | None) -> pa.Table:
+        parts = []
+        has_deletes = deleted is not None and deleted.num_rows > 0
+        if before is None:
+            parts.append(_with_kind(rows, INSERT, schema))
+        else:
+            before_keys = req.key_array(before)
+            existed = pc.is_in(req.key_array(rows), value_set=before_keys)
+            if changelog:
+                parts.append(_with_kind(_pre_images(req, rows.filter(existed), before, before_keys), UPDATE_PRE,
+                                        schema))
+            parts.append(_with_kind(rows, pc.if_else(existed, UPDATE_POST, INSERT), schema))
+            if has_deletes:
+                deleted = _last_known(req, deleted, before)
+            if rewrite_deletes:
+                gone = _dropped_by_rewrite(rng, replace(req, schema=keys_only), before, before_keys)
+                deleted = pa.concat_tables([deleted, gone]) if has_deletes else gone
+                has_deletes = deleted.num_rows > 0
+        if has_deletes:
+            parts.append(_with_kind(deleted, DELETE, schema))
+        return _checked(table, rng, pa.concat_tables(parts), deletes)
+    yield from itertools.starmap(changes, _changes_and_earlier_state(rng, req, keys_only, find_deletes, changelog,
+                                                                     rewrite_deletes))
+
+
+def _checked(table: HudiTable, rng: SliceRange, changes: pa.Table, deletes: Deletes) -> pa.Table:
+    """``changes``, unless they hold deletes the reader may not drop silently (``deletes`` FAIL)."""
+    if deletes is not Deletes.FAIL or CHANGE_TYPE not in changes.column_names:
+        return changes
+    gone = changes.filter(pc.equal(changes.column(CHANGE_TYPE), DELETE))
+    if not gone.num_rows:
+        return changes
+    first = gone.slice(0, 1).to_pylist()[0]
+    raise DeleteError(f"{table.url}: instant {first.get(COMMIT_TIME)} deleted {gone.num_rows} row(s) of file group "
+                      f"{rng.slice.partition}/{rng.slice.file_id} (e.g. key {first.get(RECORD_KEY)!r}); this stream "
+                      "neither delivers deletes (option emitDeletes=true: rows with _change_type 'delete') nor "
+                      "ignores them (option ignoreDeletes=true), so it stops rather than let a sink drift from the "
+                      "table")
+
+
+def _dropped_by_rewrite(rng: SliceRange, keys: SliceRead, before: pa.Table, before_keys: pa.Array) -> pa.Table:
+    """Rows of the prior slice whose keys the rewritten slice no longer holds, at the rewriting instant."""
+    now = read_slice_changes(replace(keys, instant_range=None), rng.slice, with_deletes=False)[0]
+    return _at_instant(before.filter(pc.invert(pc.is_in(before_keys, value_set=keys.key_array(now)))),
+                       rng.slice.base_instant)
+
+
+def _at_instant(rows: pa.Table, instant: str) -> pa.Table:
+    """``rows`` with ``instant`` as their commit time (the change they are delivered for)."""
+    if COMMIT_TIME not in rows.column_names:
+        return rows
+    idx = rows.schema.get_field_index(COMMIT_TIME)
+    return rows.set_column(idx, rows.schema.field(idx), pa.repeat(pa.scalar(instant), rows.num_rows))
+
+
+def _changes_and_earlier_state(rng: SliceRange, req: SliceRead, keys_only: pa.Schema, find_deletes: bool,
+                               changelog: bool, rewrite_deletes: bool
+                               ) -> Iterator[tuple[pa.Table, pa.Table | None, pa.Table | None]]:
+    """The range's rows, its deletes, and the file group's earlier state (None when nothing came before), in
+    pieces where the read allows it.
+
+    A range that did not write the base file decodes every block of the slice (``SliceRead.whole_log``), so the
+    earlier state comes from the same pass, piece by piece; so do snapshot ranges (nothing came before).
+    Otherwise (a range that wrote the base file) the range's rows — no more than the range wrote — are read
+    whole, then the earlier state in a second read, made only when the range changed something or its rewrite
+    may hide deletes, restricted to the keys it changed unless the rewrite's deletes need every key, and of the
+    keys alone unless values are delivered (pre-images, deleted rows).
+    """
+    if rng.instants is None or not rng.rewrote_base:
+        assert not rewrite_deletes  # a prior slice comes only with a range that wrote the base file
+        yield from slice_pieces(req, rng.slice, with_deletes=find_deletes, with_before=rng.instants is not None)
+        return
+    rows, deleted = read_slice_changes(req, rng.slice, with_deletes=find_deletes)
+    has_deletes = deleted is not None and deleted.num_rows > 0
+    if not (rows.num_rows or has_deletes or rewrite_deletes):
+        yield rows, deleted, None
+        return
+    values = changelog or has_deletes or rewrite_deletes
+    changed = None if rewrite_deletes else pa.concat_arrays(
+        [req.key_array(t) for t in (rows, deleted) if t is not None and t.num_rows] or [pa.array([], pa.string())])
+    yield rows, deleted, _state_before(rng, req if values else replace(req, schema=keys_only), changed)
+
+
+def _state_before(rng: SliceRange, req: SliceRead, only: pa.Array | None) -> pa.Table | None:
+    """The file group as it was just before the range, read a piece at a time and kept only for the keys
+    ``only`` (all when None): its base file, unless the range wrote it, merged with the log blocks of instants
+    outside the range (all older: the range holds the newest instants).
+
+    When the range wrote a new base file, the state before is the prior slice (the planner names it:
+    copy-on-write updates, inserts into small files), or nothing for a new file group. None for a snapshot
+    (nothing came before) and for a new file group.
+    """
+    if rng.instants is None:
+        return None
+    if rng.rewrote_base:
+        if rng.prior is None:
+            return None
+        before = SliceRead(req.table, req.schema, rng.prior_max_instant, None, req.merge_type)
+        fs = rng.prior
+    else:
+        before = SliceRead(req.table, req.schema, rng.max_instant, None, req.merge_type,
+                           without_instants=frozenset(rng.instants))
+        fs = rng.slice
+    parts = [p.rows if only is None else p.rows.filter(pc.is_in(req.key_array(p.rows), value_set=only))
+             for p in slice_pieces(before, fs)]
+    return pa.concat_tables(parts) if parts else req.schema.empty_table()
+
+
+def _pre_images(req: SliceRead, updated: pa.Table, before: pa.Table, before_keys: pa.Array) -> pa.Table:
+    """The earlier rows of the ``updated`` keys, in the earlier state's order, each carrying the commit time of
+    the update it precedes (every emitted row's ``_hoodie_commit_time`` is the instant of its change)."""
+    found = pc.index_in(before_keys, value_set=req.key_array(updated))
+    return _at_commit_of(before.filter(pc.is_valid(found)), updated, pc.drop_null(found))
+
+
+def _last_known(req: SliceRead, deleted: pa.Table, before: pa.Table) -> pa.Table:
+    """Deleted keys carry their values from the state before the range where it has them (the merge alone
+    knows only the base row or the delete record), with the commit time of the delete."""
+    found = pc.index_in(req.key_array(deleted), value_set=req.key_array(before))
+    known = pc.is_valid(found)
+    if not pc.any(known).as_py():
+        return deleted
+    values = _at_commit_of(before.take(pc.drop_null(found)), deleted.filter(known))
+    return pa.concat_tables([values, deleted.filter(pc.invert(known))])
+
+
+def _at_commit_of(rows: pa.Table, changes: pa.Table, change_of_row: pa.Array | None = None) -> pa.Table:
+    """``rows`` with the commit time of ``changes[change_of_row[i]]`` for row ``i`` (of ``changes[i]`` when
+    ``change_of_row`` is None)."""
+    if COMMIT_TIME not in rows.column_names:
+        return rows
+    times = changes.column(COMMIT_TIME)
+    idx = rows.schema.get_field_index(COMMIT_TIME)
+    return rows.set_column(idx, rows.schema.field(idx), times if change_of_row is None else times.take(change_of_row))
+
+
+def _with_kind(rows: pa.Table, kinds: str | pa.Array, schema: pa.Schema) -> pa.Table:
+    """``rows`` aligned to ``schema`` with their change type: one for all, or one per row."""
+    if isinstance(kinds, str):
+        kinds = pa.repeat(pa.scalar(kinds, pa.string()), rows.num_rows)
+    return align(rows.append_column(CHANGE_TYPE, kinds), schema)

@@ -161,10 +161,17 @@ class StreamMonitor:
         done, _ = self.completed_after(None)
         return self.cursor_of(done[-1]) if done else None
 
-    def cursor_at(self, instant: str) -> Cursor | None:
-        """Cursor just before ``instant`` (a start position given by the user; the instant itself is delivered)."""
-        done, _ = self.completed_after(None, from_first=self.table.timeline.is_archived(instant))
-        before = [e for e in done if self._frontier(e)[0] < instant]
+    def cursor_at(self, instant: str, *, exclusive: bool = False) -> Cursor | None:
+        """Cursor just before ``instant`` (a start position given by the user; the instant itself is delivered),
+        or with ``exclusive`` at it (delivered from the write after it, as an incremental query's start).
+
+        The archived timeline is read when the instant is not after every active write: the write just before
+        it may be archived (a start at the first active write once left the cursor empty, and the stream then
+        delivered the archive's writes too)."""
+        active = [self._frontier(e)[0] for e in self.table.timeline.completed_writes()]
+        older = not active or instant <= min(active) or self.table.timeline.is_archived(instant)
+        done, _ = self.completed_after(None, from_first=older)
+        before = [e for e in done if self._frontier(e)[0] < instant or (exclusive and self._frontier(e)[0] == instant)]
         return self.cursor_of(before[-1]) if before else None
 
     def _emits(self, e: TimelineEntry) -> bool:

@@ -34,11 +34,12 @@ from typing import TypeVar
 import pyarrow as pa
 
 from .._faults import fault_point
-from ..errors import DataLossError, OptionError, StateError, UnsupportedTableError
+from ..errors import DataLossError, OptionError, StateError
 from ..hoodie.changes import Deletes, output_schema, read_columns
 from ..hoodie.read import incremental_instants, plan_slices
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
+from ..monitor.feed import require_meta_fields
 from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
 from ..state import PlannedSplit, StateStore, StreamState
 from .consumer import SplitRange
@@ -219,10 +220,7 @@ class StreamDriver:
         #: the query's output schema, fixed when it started
         self.output = reference_schema
         self.table = HudiTable(opts.path, opts.storage or None)
-        if not self.table.config.populate_meta_fields:
-            raise UnsupportedTableError(f"{self.table.url}: a stream finds each commit's rows by _hoodie_commit_time, "
-                                        "and this table has hoodie.populate.meta.fields=false (Hudi's incremental "
-                                        "and streaming reads refuse it too); read its snapshot with spark.read")
+        require_meta_fields(self.table)
         self.store = StateStore(self.location, opts.storage or None)
         #: the instant the user started the stream at: late instants completed before it are not delivered
         self.floor = None if opts.starting_instant in ("earliest", "latest") else opts.starting_instant

@@ -2,7 +2,7 @@
 
 The one import name of the distribution. What users need is here::
 
-    from hudi_streaming import read_table, HudiTable, HudiStreamingDataSource, HudiStreamingError
+    from hudi_streaming import read_table, read_changes, HudiTable, HudiStreamingDataSource, HudiStreamingError
 
 The layers are subpackages: ``hoodie`` (the table format, no Spark), ``monitor`` (the driver's planner),
 ``state`` (the stream's checkpoint) and ``streaming`` (the Spark data source, the CLI and the demo). Spark
@@ -28,15 +28,16 @@ from .errors import (
     UnsupportedTableError,
 )
 from .hoodie import HudiTable, read_table
+from .monitor.feed import read_changes
 
 try:
     __version__ = version("hudi-streaming")
 except PackageNotFoundError:  # imported from a source tree that was never installed
     __version__ = "0+unknown"
 
-__all__ = ["read_table", "HudiTable", "HudiStreamingDataSource", "HudiStreamingError", "CorruptFileError",
-           "DataLossError", "DeleteError", "InvalidTableContentError", "NotFoundError", "OptionError",
-           "SchemaChangeError", "StateError", "UnsupportedTableError", "__version__"]
+__all__ = ["read_table", "read_changes", "HudiTable", "HudiStreamingDataSource", "HudiStreamingError",
+           "CorruptFileError", "DataLossError", "DeleteError", "InvalidTableContentError", "NotFoundError",
+           "OptionError", "SchemaChangeError", "StateError", "UnsupportedTableError", "__version__"]
 
 
 def __getattr__(name: str):

@@ -19,9 +19,9 @@ import io
 import json
 import random
 import struct
-import time
 
 import fastavro
+from common import best_of  # bench/
 
 from hudi_streaming.hoodie.logfile import avro_arrow  # noqa: E402
 
@@ -77,13 +77,8 @@ def make_payload(n: int, seed: int = 1) -> bytes:
 
 def best_seconds(fn, repeat: int) -> tuple[float, float]:
     """Best wall-clock and best process CPU seconds of ``repeat`` runs of ``fn``."""
-    wall = cpu = float("inf")
-    for _ in range(repeat):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        fn()
-        wall = min(wall, time.perf_counter() - start)
-        cpu = min(cpu, time.process_time() - start_cpu)
-    return wall, cpu
+    best = best_of(fn, repeat)
+    return best.seconds, min(best.cpu_times)
 
 
 def main() -> None:

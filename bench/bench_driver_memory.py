@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import MIB, rss_now, verdict
 from soak import first_write  # the stream starts at the first commit, as the soak's does
 
 from hudi_streaming.hoodie.table import HudiTable
@@ -35,10 +36,7 @@ SAMPLE_SECONDS = 3.0
 
 
 def rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS in /proc/self/status (Linux only)")
+    return rss_now() / MIB
 
 
 def start_writer(url: str, args: argparse.Namespace, log: Path) -> subprocess.Popen:
@@ -119,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
           f"driver's {batches} batches (compactions are skipped), {samples[-1][0]:.0f} s")
     print(f"driver RSS: {samples[0][3]:.1f} MiB at start, {warm_rss:.1f} MiB warm (20-40 % of the commits), "
           f"{end_rss:.1f} MiB at the end, peak {peak:.1f} MiB; end / warm = {growth:.3f} (target <= 1.10): "
-          f"{'PASS' if growth <= 1.10 else 'FAIL'}; Python objects {samples[1][4]} -> {samples[-1][4]}")
+          f"{verdict(ok)}; Python objects {samples[1][4]} -> {samples[-1][4]}")
     return 0 if ok else 1
 
 

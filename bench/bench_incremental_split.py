@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -88,6 +89,8 @@ def main() -> None:
                        ("stream, upsert mode (slice_changes)", stream_s),
                        ("stream, changelog mode (pre-images)", log_s)):
         print(f"{name:<44} | {secs * 1000:>8.1f} | {secs / plain_s:>7.2f}x")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ import threading
 import time
 from pathlib import Path
 
-import proctree  # bench/: the process tree from /proc
+from common import pct, tree, verdict  # bench/: process trees, percentiles, verdicts
 
 TARGET_P50, TARGET_P99 = 1.0, 2.5
 WAIT_SPARK = "mtime → Spark's next latestOffset after the commit (commit's end, a running batch, idle 10 ms)"
@@ -219,16 +219,10 @@ def read_trace(path: Path) -> list[dict]:
 
 
 # -- measuring helpers -----------------------------------------------------------------------------------------
-def pct(values: list[float], p: float) -> float:
-    """Nearest-rank percentile (p in 0..100)."""
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(-(-p * len(s) // 100)) - 1))]
-
-
 def process_cpu(root: int) -> dict[int, tuple[str, float]]:
     """pid → (role, CPU seconds) for ``root`` and its live descendants (from /proc)."""
     out = {}
-    for pid, p in proctree.tree(root).items():
+    for pid, p in tree(root).items():
         role = ("benchmark (driver Python, sink)" if pid == root else "writer" if "--writer" in p.cmd
                 else "JVM" if "java" in p.cmd.split(" ")[0] else "source runner (latestOffset, ...)"
                 if "python_streaming_source_runner" in p.cmd else "Python workers (read, planning)"
@@ -457,7 +451,7 @@ def report(a, commits, services, batches, progress, trace, cpu_start, cpu_end, t
     ok &= once
     print(f"exactly once: {len(expected)} changes committed in {len(commits)} commits; delivered once "
           f"{sum(1 for k in expected if seen[k] == 1)}, missing {len(missing)}, duplicated {len(dup)}, "
-          f"not committed {len(extra)}, wrong _hoodie_commit_time {wrong_instant}: {'PASS' if once else 'FAIL'}")
+          f"not committed {len(extra)}, wrong _hoodie_commit_time {wrong_instant}: {verdict(once)}")
 
     timed = [c for c in commits if c["phase"] == "timed"]
     gaps = [b["t0"] - a_["t0"] for a_, b in zip(timed, timed[1:])]
@@ -586,9 +580,9 @@ def report(a, commits, services, batches, progress, trace, cpu_start, cpu_end, t
     p50, p99 = pct(lat, 50), pct(lat, 99)
     t1, t2 = p50 <= TARGET_P50, p99 <= TARGET_P99
     ok &= t1 and t2
-    print(f"targets (2 cores): p50 {p50:.3f} s ≤ {TARGET_P50} s: {'PASS' if t1 else 'FAIL'};  p99 {p99:.3f} s ≤ "
-          f"{TARGET_P99} s: {'PASS' if t2 else 'FAIL'};  exactly once: {'PASS' if once else 'FAIL'}")
-    print("RESULT:", "PASS" if ok else "FAIL")
+    print(f"targets (2 cores): p50 {p50:.3f} s ≤ {TARGET_P50} s: {verdict(t1)};  p99 {p99:.3f} s ≤ "
+          f"{TARGET_P99} s: {verdict(t2)};  exactly once: {verdict(once)}")
+    print("RESULT:", verdict(ok))
     return 0 if ok else 1
 
 

@@ -1,8 +1,9 @@
 """A stream task's memory and time on an object store: one MOR file slice read from a local S3 server.
 
-Run: ``python bench/bench_s3_read.py [--keep DIR] [--sizes 1000000,4000000] [--repeat 2]``. The tables are
-bench_slice_read.py's (``DIR/rows_<N>``, 200,000 log updates in 4 Avro blocks, gzip; built when missing), uploaded
-to moto's S3 server, started as a process of its own on loopback so that its memory is not the reader's.
+Run: ``python bench/bench_s3_read.py [--keep DIR] [--sizes 1000000,4000000] [--updates 200000] [--repeat 2]``. The
+tables are bench_slice_read.py's (``DIR/rows_<N>``, ``--updates`` log updates in 4 Avro blocks, gzip; built when
+missing), uploaded to moto's S3 server, started as a process of its own on loopback so that its memory is not the
+reader's.
 
 For each size, a fresh worker process runs what a Spark task runs on the slice (``consume`` over the snapshot
 split, batches dropped as they come: bench_slice_read's streaming path) against the ``s3://`` URL, twice:
@@ -13,7 +14,7 @@ split, batches dropped as they come: bench_slice_read's streaming path) against 
   and read from memory.
 
 It prints the best wall time of ``--repeat`` runs, the peak RSS growth (the worker's VmHWM minus its RSS before
-the first read; not ``ru_maxrss``, which a process started from this one inherits across ``exec``), the requests
+the first read), the requests
 and bytes fetched from the base file, and at the end how each way's growth scales from the first size to the
 last. Target (issue 12's, now on an object store): the ranged task's growth from 1M to 4M base rows < 1.25x.
 Loopback has no latency, so the times say what the requests cost in CPU, not what they cost against a real
@@ -22,7 +23,7 @@ store's ~20-50 ms a request.
 from __future__ import annotations
 
 import argparse
-import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -30,8 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-import bench_slice_read as slice_bench  # noqa: E402
+import bench_slice_read as slice_bench
+import common
 
 BUCKET = "bench"
 SCALING_TARGET = 1.25
@@ -79,21 +80,6 @@ def upload(root: Path, endpoint: str, name: str) -> str:
     return f"s3://{BUCKET}/{name}"
 
 
-def table(keep: Path, n: int) -> Path:
-    """bench_slice_read's table of ``n`` base rows (its defaults), built under ``keep`` when missing."""
-    root = keep / f"rows_{n}"
-    wanted = (n, 200_000, 4, "GZIP")
-    params = slice_bench.kept_table_params(root) if root.exists() else None
-    if params is None:
-        if root.exists() and any(root.iterdir()):
-            raise SystemExit(f"{root} exists and holds no table of bench_slice_read.py")
-        root.mkdir(parents=True, exist_ok=True)
-        slice_bench.write_table(root, slice_bench.generate(n, 200_000), 4, "gzip")
-    elif params != wanted:
-        raise SystemExit(f"{root} holds a table of (rows, updates, blocks, codec) = {params}, not {wanted}")
-    return root
-
-
 def worker(url: str, endpoint: str, way: str, repeat: int) -> dict:
     """One way of reading, in this (fresh) process: bench_slice_read's stream task with the request log."""
     import s3fs
@@ -116,31 +102,22 @@ def worker(url: str, endpoint: str, way: str, repeat: int) -> dict:
             requests.append(len(data))
         return data
     s3fs.core.S3File._fetch_range, s3fs.S3FileSystem._cat_file = ranged, whole
-    slice_bench.STREAM_KINDS["s3"] = lambda path: slice_bench._ours_stream_setup(path, _options(endpoint))
-    result = slice_bench.run_stream_worker("s3", url, repeat)
+    result = slice_bench.time_reads(slice_bench.stream_task(url, _options(endpoint)), repeat, streams=True)
     return {**result, "requests": len(requests) / repeat, "fetched": sum(requests) / repeat}
-
-
-def measure(url: str, endpoint: str, way: str, repeat: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--worker", way, "--url", url, "--endpoint", endpoint,
-                          "--repeat", str(repeat)], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"worker {way} failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", help="folder of bench_slice_read.py's tables (rows_<N>), kept; default: a temporary one")
     ap.add_argument("--sizes", default="1000000,4000000")
+    ap.add_argument("--updates", type=int, default=200_000, help="log updates of each table")
     ap.add_argument("--repeat", type=int, default=2, help="runs per measurement; the best is reported")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
     ap.add_argument("--endpoint", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.url, args.endpoint, args.worker, args.repeat)), flush=True)
-        return
+        common.worker_done(worker(args.url, args.endpoint, args.worker, args.repeat))
     keep = Path(args.keep or tempfile.mkdtemp(prefix="bench_s3_read_"))
     sizes = [int(s) for s in args.sizes.split(",")]
     server, endpoint = start_server()
@@ -149,11 +126,11 @@ def main() -> None:
         print(f"{'base rows':>10} | {'way':<6} | {'best s':>6} | {'rows/s':>10} | {'peak RSS growth':>15} | "
               f"{'requests':>8} | {'MiB fetched':>11} | base file")
         for n in sizes:
-            root = table(keep, n)
-            url = upload(root, endpoint, f"rows_{n}")
-            base = next(p for p in root.glob("*.parquet"))
+            table, _, _ = slice_bench.table_at(keep / f"rows_{n}", n, args.updates, 4, "gzip")
+            url = upload(table, endpoint, f"rows_{n}")
+            base = slice_bench.data_files(table)[0]
             for way in growth:
-                r = measure(url, endpoint, way, args.repeat)
+                r = common.run_worker(__file__, way, "--url", url, "--endpoint", endpoint, "--repeat", str(args.repeat))
                 g = (r["vm_hwm"] - r["rss_before"]) / 2**20
                 growth[way].append(g)
                 print(f"{n:>10,} | {way:<6} | {r['seconds']:>6.2f} | {r['rows'] / r['seconds']:>10,.0f} | "
@@ -164,14 +141,12 @@ def main() -> None:
     if len(sizes) > 1:
         for way, g in growth.items():
             scale = g[-1] / g[0]
-            verdict = f" (target < {SCALING_TARGET}x: {'PASS' if scale < SCALING_TARGET else 'FAIL'})" \
-                if way == "ranged" else ""
+            ok = common.verdict(scale < SCALING_TARGET)
+            target = f" (target < {SCALING_TARGET}x: {ok})" if way == "ranged" else ""
             print(f"peak RSS growth {way}: {g[0]:.0f} -> {g[-1]:.0f} MiB from {sizes[0]:,} to {sizes[-1]:,} base "
-                  f"rows, {scale:.2f}x{verdict}")
-        print(f"ranged / whole at {sizes[-1]:,} base rows: {growth['ranged'][-1] / growth['whole'][-1]:.2f}x")
+                  f"rows, {scale:.2f}x{target}")
+        print(f"ranged / whole at {sizes[-1]:,} base rows: {common.ratio(growth['ranged'][-1], growth['whole'][-1])}")
     if not args.keep:
-        import shutil
-
         shutil.rmtree(keep, ignore_errors=True)
 
 

@@ -28,7 +28,7 @@ query merges the range; ours is in upsert mode), so the row counts must agree; t
    ``hoodie.table.timeline.timezone=LOCAL`` says) is checked against it and gives a second set of percentiles.
 3. Memory: the peak of the summed RSS of each reader job's process tree (Python driver, the JVM — driver and
    executors in ``local[2]`` — and the Python workers and source runner), sampled every 0.25 s
-   (``proctree.PeakRss``); the throughput runs' peaks make the ratio, the latency runs' are printed.
+   (``common.PeakRss``); the throughput runs' peaks make the ratio, the latency runs' are printed.
 
 The machine's load average is printed around each run. Ends with one line, each ratio above 1.0 when ours is
 better: rows/s ours ÷ Hudi's, the others Hudi's ÷ ours. Targets: our rows/s ≥ Hudi's, our p99 latency ≤
@@ -49,8 +49,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import proctree  # bench/: the process tree from /proc
-from bench_latency import pct
+from common import MIB, PeakRss, load, pct, ratio, verdict  # bench/: process trees, percentiles, report figures
 
 REPO = Path(__file__).resolve().parent.parent
 JOB = Path(__file__).resolve().parent / "hudi_peer_job.py"
@@ -59,7 +58,6 @@ from env import OracleEnv, ensure  # noqa: E402  Hudi's own environment (PySpark
 
 HUDI = "1.2"  # the bundle that writes and reads (table version 9)
 DRIVER_MEMORY = "3g"  # the oracle session's spark.driver.memory (writer_job.session); ours gets the same
-MIB = 1024 * 1024
 
 
 class Jobs:
@@ -81,10 +79,10 @@ class Jobs:
         with open(log, "a") as f:
             return subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT)
 
-    def run(self, source: str, log: Path, *args: str, timeout: float = 3600) -> proctree.PeakRss:
+    def run(self, source: str, log: Path, *args: str, timeout: float = 3600) -> PeakRss:
         """Runs a job to its end; the sampler of its memory. Fails on a non-zero exit."""
         proc = self.start(source, log, *args)
-        peak = proctree.PeakRss(proc.pid)
+        peak = PeakRss(proc.pid)
         try:
             code = proc.wait(timeout=timeout)
         finally:
@@ -94,10 +92,6 @@ class Jobs:
         if code:
             raise RuntimeError(f"{source} job {args[0]} failed (exit {code}); see {log}")
         return peak
-
-
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def read_lines(path: Path) -> list[dict]:
@@ -180,7 +174,7 @@ def latency(jobs: Jobs, source: str, table: Path, work: Path, a: argparse.Namesp
     reader = jobs.start(source, run / "reader.log", "stream", "--mode", "latency", "--table", str(copy),
                         "--work", str(run), "--out", str(out), "--start", "latest", "--ready", str(ready),
                         "--stop", str(stop))
-    peak = proctree.PeakRss(reader.pid)
+    peak = PeakRss(reader.pid)
     writer = None
     try:
         deadline = time.monotonic() + 600
@@ -248,10 +242,6 @@ def delivered(lines: list[dict]) -> dict[str, tuple[int, float]]:
 
 
 # -- the report --------------------------------------------------------------------------------------------------
-def ratio(x: float, y: float) -> str:
-    return f"{x / y:.2f}x" if y and x == x and y == y else "n/a"
-
-
 def split(parts: dict[str, tuple[int, int]], role: str) -> str:
     size, n = parts.get(role, (0, 0))
     return f"{size / MIB:,.0f} MiB ({n})"
@@ -309,11 +299,11 @@ def report(a, table_info: str, tp: dict, lat: dict) -> int:
         print(" | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
     h, o = tp["hudi"], tp["ours"]
     speed = o["rate"] / h["rate"]
-    print(f"target: our rows/s >= Hudi's: {speed:.2f}x {'PASS' if speed >= 1.0 else 'FAIL'}")
+    print(f"target: our rows/s >= Hudi's: {speed:.2f}x {verdict(speed >= 1.0)}")
     p50 = p99 = "n/a"
     if lat and lat["hudi"]["lat"] and lat["ours"]["lat"]:
         hp99, op99 = pct(lat["hudi"]["lat"], 99), pct(lat["ours"]["lat"], 99)
-        print(f"target: our p99 latency <= Hudi's: {op99:.3f} s vs {hp99:.3f} s {'PASS' if op99 <= hp99 else 'FAIL'}")
+        print(f"target: our p99 latency <= Hudi's: {op99:.3f} s vs {hp99:.3f} s {verdict(op99 <= hp99)}")
         p50 = ratio(pct(lat["hudi"]["lat"], 50), pct(lat["ours"]["lat"], 50))
         p99 = ratio(hp99, op99)
     print(f"vs hudi: rows/s {speed:.2f}x, first batch {ratio(h['first'], o['first'])}, latency p50 {p50} p99 {p99}, "

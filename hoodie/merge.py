@@ -23,8 +23,11 @@ columns) the same machinery.
 from __future__ import annotations
 
 import decimal
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +35,7 @@ import pyarrow.compute as pc
 
 from ..errors import UnsupportedTableError
 from .config import MergeMode
+from .scanner import ScanStats, timed
 
 polars: ModuleType | None  # None: not installed
 try:  # optional: a fast string hash for :class:`KeyIndex`
@@ -237,6 +241,18 @@ def merge_with_base(base: pa.Table | None, base_keys: pa.Array | None, base_orde
     return rows, pa.concat_tables([d for _, d in parts if d is not None])
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _merge_time(method: _Method) -> _Method:
+    """A :class:`BaseMerge` method whose seconds go to the merge's ``stats.merge_seconds``."""
+    @functools.wraps(method)
+    def timed_method(self: BaseMerge, *args: Any, **kwargs: Any) -> Any:
+        with timed(self.stats, "merge_seconds"):
+            return method(self, *args, **kwargs)
+    return cast(_Method, timed_method)
+
+
 class BaseMerge:
     """The final merge of one file slice's folded log records onto its base file, one piece of the base at a time.
 
@@ -246,12 +262,14 @@ class BaseMerge:
     key's log record) and what no base row consumed is a log-only insert or delete.
     """
 
-    def __init__(self, log: LogRecords, rules: MergeRules):
-        self.log, self.rules = log, rules
-        self.folded = fold_log_records(log, rules)
-        self.index = KeyIndex(self.folded.keys)
+    def __init__(self, log: LogRecords, rules: MergeRules, stats: ScanStats | None = None):
+        self.log, self.rules, self.stats = log, rules, stats
+        with timed(stats, "merge_seconds"):
+            self.folded = fold_log_records(log, rules)
+            self.index = KeyIndex(self.folded.keys)
         self.consumed = np.zeros(len(self.folded.winner), dtype=bool)
 
+    @_merge_time
     def piece(self, base: pa.Table, base_keys: pa.Array | None, base_ordering: list[pa.Array] | None,
               with_deletes: bool = False) -> tuple[pa.Table, pa.Table | None]:
         """The piece's base rows the log left alone (file order), then its updated rows (file order); deleted
@@ -286,6 +304,7 @@ class BaseMerge:
         return rows, _at_commits(base.take(pa.array(matched_rows[dropped_at], type=pa.int64())), log,
                                  rec[dropped_at])
 
+    @_merge_time
     def tail(self, with_deletes: bool = False) -> tuple[pa.Table, pa.Table | None]:
         """After the last piece: the log-only inserts (first-seen order) and, with ``with_deletes``, the
         log-only deletes (their delete records)."""

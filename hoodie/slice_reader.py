@@ -29,7 +29,7 @@ from .fs_view import FileSlice
 from .logfile.blocks import decode_data_block, decode_delete_block
 from .logfile.format import BlockType, HeaderKey, LogBlock
 from .merge import BaseMerge, LogRecords, MergeRules, commit_time_deletes, merge_with_base
-from .scanner import InstantRange, ScanStats, scan_blocks
+from .scanner import InstantRange, ScanStats, scan_blocks, timed, timed_steps
 from .spill import DEFAULT_BUDGET_BYTES, SpillBuffer
 from .table import COMMIT_TIME, IS_DELETED, OPERATION, RECORD_KEY, HudiTable
 
@@ -180,18 +180,20 @@ def slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None, 
         def unmerged(base: pa.Table) -> Piece:
             rows = _filter_range(req, base)
             return Piece(rows, none_deleted, rows if before is not None else None)
-        yield from map(unmerged, _base_pieces(req, fs))
+        yield from map(unmerged, timed_steps(_base_pieces(req, fs), stats, "base_read_seconds"))
         return
     # the first piece is read while the log is decoded (a slice of log files only has no piece to read ahead)
-    base_pieces = _read_ahead(_base_pieces(req, fs)) if fs.base_file is not None else iter(())
+    base_pieces = timed_steps(_read_ahead(timed_steps(_base_pieces(req, fs), stats, "base_read_seconds")), stats,
+                              "base_wait_seconds") if fs.base_file is not None else iter(())
     cfg = req.table.config
     is_committed = req.table.is_committed if cfg.version < 8 else None
     blocks = scan_blocks(req.table.storage, [(lf.path, lf.size) for lf in fs.log_files], req.max_instant,
                          is_committed, None if whole_log else req.instant_range, stats, req.without_instants)
-    log = _log_records(req, blocks, stats)
+    with timed(stats, "log_records_seconds"):
+        log = _log_records(req, blocks, stats)
     del blocks  # the log files' bytes: what the read needs of them is decoded now
     rules = merge_rules(cfg)
-    merge = BaseMerge(log, rules) if log is not None and req.merge_type is MergeType.PAYLOAD_COMBINE else None
+    merge = BaseMerge(log, rules, stats) if log is not None and req.merge_type is MergeType.PAYLOAD_COMBINE else None
 
     def combine(base: pa.Table | None, records: LogRecords | None) -> pa.Table:
         """The merged rows of ``base`` and ``records`` (one merge on its own: the earlier state)."""
@@ -318,7 +320,8 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
             from_block.append(np.ones(t.num_rows, bool))
         else:
             renames = req.table.renames(block.instant_time) if block.instant_time else {}
-            raw = renamed(decode_data_block(block, columns=_stored_names(schema.names, renames)), renames)
+            with timed(stats, "log_decode_seconds"):
+                raw = renamed(decode_data_block(block, columns=_stored_names(schema.names, renames)), renames)
             t = align(raw, schema)
             d = _deleted_flags(raw)
             o = req.ordering_arrays(t)

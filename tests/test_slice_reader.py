@@ -51,3 +51,20 @@ def test_same_slice_always_yields_the_same_sequence(name, unzip_fixture):
         first = read_slice(SliceRead(table, schema, max_instant), s)
         again = read_slice(SliceRead(hoodie.HudiTable(table.url), schema, max_instant), s)
         assert first.equals(again)
+
+
+def test_stats_time_each_phase_of_a_merged_read(unzip_fixture):
+    table, slices, max_instant = _slices(str(unzip_fixture("mor_avro__v9_mor_8i4u_commit_time").table))
+    schema = table.arrow_schema()
+    merged = [s for s in slices if s.base_file is not None and s.log_files]
+    assert merged
+    for s in merged:
+        stats = ScanStats()
+        assert read_slice(SliceRead(table, schema, max_instant), s, stats).equals(
+            read_slice(SliceRead(table, schema, max_instant), s))
+        phases = ("log_scan", "log_decode", "log_records", "base_read", "base_wait", "merge")
+        assert all(getattr(stats, f"{p}_seconds") > 0 for p in phases), stats
+        assert stats.log_records_seconds >= stats.log_decode_seconds
+        ro = ScanStats()
+        read_slice(SliceRead(table, schema, max_instant, read_optimized=True), s, ro)
+        assert ro.base_read_seconds > 0 and ro.log_scan_seconds == ro.merge_seconds == ro.base_wait_seconds == 0

@@ -28,6 +28,7 @@ import hudi_streaming
 from hudi_streaming import hoodie
 from hudi_streaming.hoodie.config import MergeMode, load_table_config
 from hudi_streaming.hoodie.fs_view import list_data_files
+from hudi_streaming.hoodie.logfile.blocks import decode_data_block
 from hudi_streaming.hoodie.logfile.format import BlockType, HeaderKey
 from hudi_streaming.hoodie.logfile.reader import read_log_file
 from hudi_streaming.hoodie.storage import Storage
@@ -365,6 +366,26 @@ def test_properties_timeline_and_file_names(tmp_path, version):
     model.delete([{"id": 2, "city": "sf"}])
     model.rows = {(p, str(k)): v for (p, k), v in model.rows.items()}
     assert_state(path, model.rows, "layout table")
+
+
+def test_log_appends_cut_into_blocks_of_max_log_block_records(tmp_path):
+    path = str(tmp_path / "t")
+    schema = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
+    w = create_table(path, "blocks", schema, "id", (), "ts", merge_mode="COMMIT_TIME_ORDERING",
+                     max_log_block_records=3)
+    t1 = w.insert(pa.table({"id": list(range(10)), "ts": [1] * 10, "v": ["a"] * 10}, schema=schema))
+    t2 = w.upsert(pa.table({"id": [9, 2, 5, 0, 7, 3, 8], "ts": [2] * 7, "v": ["b"] * 7}, schema=schema))
+    (stat,) = hoodie.HudiTable(path).timeline.commit_metadata(t2).write_stats()
+    blocks = read_log_file(Storage(path), stat.path)
+    assert [b.type for b in blocks] == [BlockType.AVRO_DATA] * 3
+    assert [b.header[HeaderKey.INSTANT_TIME] for b in blocks] == [t2] * 3
+    assert [len(decode_data_block(b)) for b in blocks] == [3, 3, 1]
+    model = Model(False, None, "id")
+    model.upsert([{"id": i, "ts": 1, "v": "a"} for i in range(10)], t1)
+    model.upsert([{"id": i, "ts": 2, "v": "b"} for i in (9, 2, 5, 0, 7, 3, 8)], t2)
+    assert_state(path, model.rows, "blocks of 3 records")
+    with pytest.raises(ValueError, match="max_log_block_records"):
+        HudiWriter.open(path, max_log_block_records=0)
 
 
 def test_java_properties_escaping_round_trips():

@@ -17,7 +17,8 @@ API::
     w.extra_metadata = {"k": "v"}                 # string pairs for the next write's commit metadata
 
 ``HudiWriter(url, max_file_records=100_000, parquet_compression="snappy")`` (also ``create_table(...,
-**options)``): the record count at which a file group stops taking new keys.
+**options)``): the record count at which a file group stops taking new keys. ``max_log_block_records=N``
+cuts a log append into Avro data blocks of at most N records (default: one block; Hudi cuts by bytes).
 
 Table creation writes ``hoodie.properties`` (Java-escaped; key, partition, ordering and merge settings
 consistent with each other: v9 ``hoodie.record.merge.mode``, v6 the matching payload class) and the

@@ -155,7 +155,8 @@ class HudiWriter:
     """
 
     def __init__(self, url: str, storage_options: dict | None = None, *, max_file_records: int = 100_000,
-                 parquet_compression: str = "snappy", auto_recover: bool = True):
+                 parquet_compression: str = "snappy", auto_recover: bool = True,
+                 max_log_block_records: int | None = None):
         self.url = url
         self.storage_options = storage_options
         self.storage = Storage(url, storage_options)
@@ -167,6 +168,11 @@ class HudiWriter:
         if self.config.url_encode_partitions:
             raise UnsupportedTableError(f"{url}: url-encoded partition paths are not supported by this writer")
         self.max_file_records = max_file_records
+        if max_log_block_records is not None and max_log_block_records < 1:
+            raise ValueError(f"max_log_block_records must be at least 1, not {max_log_block_records}")
+        #: records per Avro data block of a log append (None: one block); Hudi cuts blocks by bytes instead
+        #: (hoodie.logfile.data.block.max.size)
+        self.max_log_block_records = max_log_block_records
         self.compression = parquet_compression
         self.timeline = TimelineFiles(self.storage, self.config)
         self.files = TableFiles(self.storage)
@@ -524,10 +530,13 @@ class HudiWriter:
         n_records = n_deletes = 0
         if g.records is not None and g.records.num_rows:
             rows = self.with_meta(g.records, instant, g.task, g.file_id)
-            content = _I32.pack(CONTENT_VERSION) + _I32.pack(rows.num_rows) \
-                + encode_records(rows, self.schema_with_meta_json)
-            blocks.append(encode_block(BlockType.AVRO_DATA, {HeaderKey.INSTANT_TIME: instant,
-                                                             HeaderKey.SCHEMA: self.schema_with_meta_json}, content))
+            step = self.max_log_block_records or rows.num_rows
+            for part in (rows.slice(start, step) for start in range(0, rows.num_rows, step)):
+                content = _I32.pack(CONTENT_VERSION) + _I32.pack(part.num_rows) \
+                    + encode_records(part, self.schema_with_meta_json)
+                blocks.append(encode_block(BlockType.AVRO_DATA, {HeaderKey.INSTANT_TIME: instant,
+                                                                 HeaderKey.SCHEMA: self.schema_with_meta_json},
+                                           content))
             n_records = rows.num_rows
         if g.deletes is not None and g.deletes.num_rows:
             d = g.deletes

@@ -18,7 +18,7 @@ from ..errors import HudiStreamingError, OptionError, UnsupportedTableError
 from ..hoodie.changes import Deletes, change_pieces, output_schema, read_columns
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline.instant import is_instant_time
-from .monitor import Cursor, MonitorOptions, StreamMonitor
+from .monitor import Cursor, MonitorOptions, Plan, StreamMonitor
 from .split import Split
 
 DeletesArg = Literal["emit", "ignore", "fail"]
@@ -34,44 +34,81 @@ def require_meta_fields(table: HudiTable) -> None:
                                     "streaming reads refuse it too); read its snapshot (read_table, spark.read)")
 
 
-def plan_changes(table: HudiTable, start: str | None, end: str | None, *, changelog: bool, deletes: Deletes,
-                 partition_filter: Partitions | None = None) -> Iterator[list[Split]]:
-    """The splits of each planning round for the completed writes after ``start`` up to ``end`` inclusive
-    (completion times on table versions 8/9, requested times on 6; None: from the first / to the latest), in the
-    order a stream delivers them.
+class ChangeFeed:
+    """A table's change feed, round by round as a stream plans it, without a state of its own: where it stands
+    (the cursor and the writes it has accounted for, so a write that becomes visible late is still read) lives
+    here while it runs. ``read_changes`` reads one range with it; the CLI's ``tail`` follows a live table."""
 
-    On table version 6 a pending write holds back the writes after it (their order is not final until it
-    completes): a range reaching past one is refused, not cut short.
-    """
-    wanted = {k: [v] if isinstance(v, str) else list(v) for k, v in (partition_filter or {}).items()}
-    monitor = StreamMonitor(table, MonitorOptions(ending_instant=end, partition_filter=wanted or None,
-                                                  replaced_as_deletes=deletes is not Deletes.IGNORE,
-                                                  changelog=changelog))
-    cursor: Cursor | None = None if start is None else monitor.cursor_at(start, exclusive=True)
-    while True:
-        plan = monitor.plan_next(cursor, 1 if changelog else None)
-        if not plan.instants:
-            if plan.blocked_by is not None and monitor.completed_after(cursor, from_first=True)[0] != []:
-                raise HudiStreamingError(f"{table.url}: instant {plan.blocked_by} is still pending; the writes after "
-                                         "it are not final on table version 6 — read up to an instant before it, or "
-                                         "once it completes")
-            return
-        yield plan.splits
-        cursor = plan.cursor
+    def __init__(self, table: HudiTable, *, changelog: bool, deletes: Deletes, columns: list[str] | None = None,
+                 partition_filter: Partitions | None = None, end: str | None = None):
+        require_meta_fields(table)
+        self.table = table
+        self.changelog, self.deletes = changelog, deletes
+        #: the rows' schema: the (projected) table columns, meta columns and the change type
+        self.schema = output_schema(table.arrow_schema(), columns)
+        self._read = read_columns(table, self.schema)
+        wanted = {k: [v] if isinstance(v, str) else list(v) for k, v in (partition_filter or {}).items()}
+        self.monitor = StreamMonitor(table, MonitorOptions(ending_instant=end, partition_filter=wanted or None,
+                                                           replaced_as_deletes=deletes is not Deletes.IGNORE,
+                                                           changelog=changelog))
+        self.cursor: Cursor | None = None
+        self._known: dict[str, str] | None = None
+        self._floor: str | None = None
 
+    def _at(self, cursor: Cursor | None) -> None:
+        self.cursor = cursor
+        self._known = self.monitor.accounted(cursor) if self.monitor.v8 else None
 
-def table_changes(table: HudiTable, start: str | None, end: str | None, *, changelog: bool = False,
-                  deletes: Deletes = Deletes.EMIT, columns: list[str] | None = None,
-                  partition_filter: Partitions | None = None) -> pa.Table:
-    """:func:`read_changes` on an open table."""
-    require_meta_fields(table)
-    schema = output_schema(table.arrow_schema(), columns)
-    read = read_columns(table, schema)
-    parts = [piece for splits in plan_changes(table, start, end, changelog=changelog, deletes=deletes,
-                                              partition_filter=partition_filter)
-             for split in splits
-             for piece in change_pieces(table, split.slice_range(), schema, read, deletes, changelog)]
-    return pa.concat_tables(parts) if parts else schema.empty_table()
+    def start_after(self, instant: str | None) -> None:
+        """Read from the write after ``instant`` (None: from the table's first write)."""
+        self._at(None if instant is None else self.monitor.cursor_at(instant, exclusive=True))
+
+    def start_at(self, instant: str) -> None:
+        """Read from ``instant`` on, inclusive (a stream's ``startingInstant``)."""
+        self._floor = instant
+        self._at(self.monitor.cursor_at(instant))
+
+    def start_latest(self) -> None:
+        """Read only writes that complete from now on."""
+        self._at(self.monitor.latest_cursor())
+
+    def snapshot(self) -> tuple[Cursor | None, pa.Table]:
+        """The whole table as of its latest completed write, every row an insert (a stream started at
+        ``earliest`` delivers this first), and that write; the feed then reads from the write after it."""
+        plan = self.monitor.plan_snapshot()
+        self._at(plan.cursor)
+        return plan.cursor, self._rows(plan.splits)
+
+    def rounds(self, *, wait_for_pending: bool = False) -> Iterator[tuple[Plan, pa.Table]]:
+        """Each planning round's plan and changes (see :meth:`plans`)."""
+        return ((plan, self._rows(plan.splits)) for plan in self.plans(wait_for_pending=wait_for_pending))
+
+    def plans(self, *, wait_for_pending: bool = False) -> Iterator[Plan]:
+        """Each planning round, until no completed write is left (up to ``end``).
+
+        On table version 6 a pending write holds back the writes after it (their order is not final until it
+        completes): they are left for a later call with ``wait_for_pending``, refused otherwise.
+        """
+        self.table.reload()
+        while True:
+            plan = self.monitor.plan_next(self.cursor, 1 if self.changelog else None, known=self._known,
+                                          floor=self._floor)
+            if not plan.instants:
+                if plan.blocked_by is not None and not wait_for_pending and \
+                        self.monitor.completed_after(self.cursor, from_first=True)[0]:
+                    raise HudiStreamingError(f"{self.table.url}: instant {plan.blocked_by} is still pending; the "
+                                             "writes after it are not final on table version 6 — read up to an "
+                                             "instant before it, or once it completes")
+                return
+            if self._known is not None:
+                self._known.update({e.requested_time: e.completion_time or "" for e in plan.instants})
+            self.cursor = plan.cursor
+            yield plan
+
+    def _rows(self, splits: list[Split]) -> pa.Table:
+        parts = [piece for split in splits for piece in change_pieces(self.table, split.slice_range(), self.schema,
+                                                                      self._read, self.deletes, self.changelog)]
+        return pa.concat_tables(parts) if parts else self.schema.empty_table()
 
 
 def read_changes(url: str, start: str | None = None, end: str | None = None, *, changelog: bool = False,
@@ -117,5 +154,8 @@ def read_changes(url: str, start: str | None = None, end: str | None = None, *, 
     if unknown:
         raise OptionError(f"read_changes: {table.url} has no column {', '.join(unknown)}; its columns: "
                           f"{', '.join(n for n in full.names if not n.startswith('_hoodie_'))}")
-    return table_changes(table, start, end, changelog=changelog, deletes=mode, columns=columns,
-                         partition_filter=partition_filter)
+    feed = ChangeFeed(table, changelog=changelog, deletes=mode, columns=columns, partition_filter=partition_filter,
+                      end=end)
+    feed.start_after(start)
+    parts = [rows for _plan, rows in feed.rounds()]
+    return pa.concat_tables(parts) if parts else feed.schema.empty_table()

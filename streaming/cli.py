@@ -20,9 +20,7 @@ import json
 import logging
 import numbers
 import os
-import posixpath
 import sys
-import tempfile
 import time
 import traceback
 from collections import Counter
@@ -34,17 +32,18 @@ import pyarrow.compute as pc
 
 from .. import __version__
 from ..errors import HudiStreamingError, NotFoundError, OptionError, StateError
+from ..hoodie.changes import Deletes
 from ..hoodie.logfile.blocks import decode_data_block, decode_delete_block
 from ..hoodie.logfile.format import MAGIC, BlockType, HeaderKey, parse_log_file_name
 from ..hoodie.logfile.reader import iter_blocks
 from ..hoodie.read import read_table
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import Action
+from ..monitor.feed import ChangeFeed, read_changes
 from ..monitor.monitor import MonitorOptions, StreamMonitor
 from ..state import StateStore
-from .consumer import SplitRange, consume
-from .driver import BatchLimit, StreamDriver, make_offset, source_schema
-from .options import instant_of, parse_options
+from ..state.spark_checkpoint import committed_offset
+from .options import instant_of
 from .storage_options import storage_options
 
 USER_ERROR, INTERNAL_ERROR = 2, 1
@@ -302,21 +301,25 @@ def inspect_log(url: str, *, records: int = 0, storage: dict | None = None) -> N
 # --- read ---------------------------------------------------------------------------------------------------
 
 def read(url: str, *, columns: list[str] | None, as_of: str | None, start: str | None, end: str | None,
-         limit: int, storage: dict | None = None) -> None:
+         limit: int, changes: bool = False, storage: dict | None = None) -> None:
     """Print the row count of a query and its first ``limit`` rows.
 
     Positions take the stream's forms (an instant time or a timestamp, see ``options.instant_of``): the format
     layer compares instants as strings, so ``2026-03-08`` or a typo passed on unchecked selects every row or
     none without a word.
     """
-    if as_of and (start or end):
-        raise OptionError("--as-of is a snapshot query and cannot be combined with --start/--end (incremental)")
+    if as_of and (start or end or changes):
+        raise OptionError("--as-of is a snapshot query and cannot be combined with --start/--end/--changes")
     as_of, start, end = (instant_of(v, o) if v else None
                          for v, o in ((as_of, "--as-of"), (start, "--start"), (end, "--end")))
     _resolve(url, storage or {})
     with _progress(f"reading {url}"):
-        t = read_table(url, columns=columns, as_of=as_of, start=start, end=end, storage_options=storage or None)
-    query = (f"incremental ({start or 'beginning'}, {end or 'latest'}]" if start or end
+        if changes:
+            t = read_changes(url, start, end, changelog=True, columns=columns, storage_options=storage or None)
+        else:
+            t = read_table(url, columns=columns, as_of=as_of, start=start, end=end, storage_options=storage or None)
+    query = (f"changes ({start or 'beginning'}, {end or 'latest'}]" if changes
+             else f"incremental ({start or 'beginning'}, {end or 'latest'}]" if start or end
              else f"snapshot as of {as_of}" if as_of else "snapshot")
     print(f"{_plural(t.num_rows, 'row')} ({query})")
     shown = t.slice(0, limit)
@@ -354,60 +357,19 @@ def _count(text: str) -> int:
     return n
 
 
-def _checkpoint_offset(checkpoint: str, stream_id: str, storage: dict) -> tuple[int, dict] | None:
-    """Spark's last committed batch and this stream's offset in it, from a Spark checkpoint folder; None when
-    Spark has committed no batch yet.
-
-    Spark writes ``commits/<batch>`` once a batch's sink output is done, but calls the source's ``commit``
-    only when it plans the next batch, so the state alone lags by a batch: only Spark's log says what it has
-    committed. ``offsets/<batch>`` holds a version line, a metadata line, then one offset per source (``-``
-    for none); ours is the one naming the state's stream.
-    """
-    fs, root = _resolve(checkpoint, storage)
-
-    def batches(folder: str) -> list[int]:
-        names = [posixpath.basename(p) for p in fs.ls(posixpath.join(root, folder), detail=False)] \
-            if fs.isdir(posixpath.join(root, folder)) else []
-        return sorted(int(n) for n in names if n.isdigit())
-
-    if not fs.isdir(posixpath.join(root, "offsets")):
-        raise NotFoundError(f"{checkpoint}: not a Spark checkpoint (no offsets/ folder)")
-    committed = batches("commits")
-    if not committed:
-        return None
-    batch = committed[-1]
-    where = f"{checkpoint}/offsets/{batch}"
-    try:
-        lines = fs.cat_file(posixpath.join(root, "offsets", str(batch))).decode().splitlines()
-    except FileNotFoundError:
-        raise StateError(f"{where}: missing, but commits/{batch} exists: the checkpoint is damaged") from None
-    ours = []
-    for line in lines[2:]:
-        try:
-            offset = json.loads(line)
-        except ValueError:
-            continue  # "-" (a source without an offset) or another source's non-JSON offset
-        if isinstance(offset, dict) and {"seq", "rec"} <= offset.keys() and offset.get("sid") in (stream_id, None):
-            ours.append(offset)
-    if len(ours) != 1:
-        raise StateError(f"{where}: {'no' if not ours else 'more than one'} offset of stream {stream_id} (the "
-                         "state's); the checkpoint belongs to another query, or the state folder to another stream")
-    return batch, ours[0]
-
-
 def show_state(location: str, *, checkpoint: str | None = None, limit: int | None = None,
                storage: dict | None = None) -> None:
     """Print a stream's checkpoint state: where it is, how far behind the table, and the splits it has planned
     but not yet committed (what a restarted query delivers first).
 
-    What is committed is Spark's to say (see :func:`_checkpoint_offset`); without ``checkpoint`` the output
+    What is committed is Spark's to say (see ``state.spark_checkpoint``); without ``checkpoint`` the output
     says only what the source has recorded, worded as such.
     """
     storage = storage or {}
     state = StateStore(location, storage or None).newest()
     if state is None:
         raise NotFoundError(f"{location}: no hudi-streaming state files here (is it the stream's stateLocation?)")
-    spark = _checkpoint_offset(checkpoint, state.stream_id, storage) if checkpoint else None
+    spark = committed_offset(checkpoint, state.stream_id, storage) if checkpoint else None
     seq, rec = state.committed_seq, 0
     if spark is not None:
         seq, rec = int(spark[1]["seq"]), int(spark[1]["rec"])
@@ -468,58 +430,55 @@ def show_state(location: str, *, checkpoint: str | None = None, limit: int | Non
 
 def tail(url: str, *, start: str, columns: list[str] | None, interval: float, limit: int | None,
          fs_options: dict[str, str] | None = None) -> None:
-    """Print each new instant's changes as it completes, like ``tail -f``, until ``limit`` instants (or ^C).
+    """Print each write's changes in the order writes became visible, like ``tail -f``, until ``limit`` of them
+    (or ^C). ``--from earliest`` first prints the table as of its latest write, as one block.
 
-    Driven by the stream's own planner and split reader without Spark (the source's driver needs none): the
-    change types are exactly what a streaming query delivers, deletes included, and it starts at once with no
-    JVM. Its position lives in a temporary state folder that goes away with the command.
+    It follows the table with the change feed ``read_changes`` reads (``monitor.feed``): the change types are
+    exactly what a streaming query delivers in changelog mode, deletes included, and it starts at once with no
+    JVM and keeps no state.
     """
-    _resolve(url, storage_options(fs_options or {}))
-    if start.strip().lower() not in ("earliest", "latest"):
-        start = instant_of(start, "--from")
-    with tempfile.TemporaryDirectory(prefix="hudi-streaming-tail-") as folder:
-        # every column is read and --columns picked here: the monitor's schema check takes a projected
-        # schema's left-out columns for columns each new instant adds
-        opts = parse_options({"path": url, "stateLocation": folder, "startingInstant": start,
-                              "readMode": "changelog", "emitDeletes": "true", **(fs_options or {})})
-        driver = StreamDriver(opts, source_schema(opts))
-        data = [n for n in driver.output.names if not n.startswith("_hoodie_") and n != "_change_type"]
-        unknown = [c for c in columns or [] if c not in data]
-        if unknown:
-            raise OptionError(f"--columns: {driver.table.url} has no column {', '.join(unknown)}; its columns: "
-                              f"{', '.join(data)}")
-        shown_cols = columns or data
-        print(f"tailing {driver.table.url} from {start} (every {interval:g}s; ^C stops)", flush=True)
-        offset, printed = make_offset(0, 0), 0
-        while limit is None or printed < limit:
-            end = driver.latest_offset(offset, BatchLimit())
-            if end == offset:
-                time.sleep(interval)
-                continue
-            tasks: list[tuple[list[SplitRange], pa.Schema]] = driver.partitions(
-                offset, end, lambda ranges, cols, _commits: (ranges, cols))
-            rows = pa.Table.from_batches(
-                [b for ranges, cols in tasks for b in consume(
-                    driver.table, ranges, driver.output, cols, driver.output, deletes=opts.deletes, changelog=True,
-                    merge_type=opts.merge_type, mini_batch=opts.mini_batch_size)], schema=driver.output)
-            driver.commit(end)
-            offset = end
-            for instant, changes in _by_instant(rows.filter(pc.field("_change_type") != "update_preimage")):
-                if limit is not None and printed >= limit:
-                    break
-                printed += 1
-                kinds = ", ".join(f"{n} {k}" for k, n in Counter(changes["_change_type"].to_pylist()).items())
-                print(f"\ninstant {instant}: {_plural(changes.num_rows, 'change')} ({kinds})")
-                print(format_table(
-                    [[r["_hoodie_record_key"], r["_change_type"], *(r[c] for c in shown_cols)]
-                     for r in changes.to_pylist()],
-                    ["key", "change", *shown_cols], max_width=CELL_WIDTH), flush=True)
+    storage = storage_options(fs_options or {})
+    _resolve(url, storage)
+    table = HudiTable(url, storage or None)
+    data = [n for n in table.arrow_schema().names if not n.startswith("_hoodie_")]
+    unknown = [c for c in columns or [] if c not in data]
+    if unknown:
+        raise OptionError(f"--columns: {table.url} has no column {', '.join(unknown)}; its columns: "
+                          f"{', '.join(data)}")
+    shown_cols = columns or data
+    feed = ChangeFeed(table, changelog=True, deletes=Deletes.EMIT, columns=columns)
+    where = start.strip().lower()
+    at = None if where in ("earliest", "latest") else instant_of(start, "--from")
+    print(f"tailing {table.url} from {start} (every {interval:g}s; ^C stops)", flush=True)
+    if at is not None:
+        feed.start_at(at)
+    elif where == "earliest":
+        cursor, rows = feed.snapshot()
+        as_of = f"as of instant {cursor.completion or cursor.requested}" if cursor else "(the table has no write yet)"
+        _print_changes(f"snapshot {as_of}: {_plural(rows.num_rows, 'row')}", rows, shown_cols)
+    else:
+        feed.start_latest()
+    printed = 0
+    while limit is None or printed < limit:
+        for plan, rows in feed.rounds(wait_for_pending=True):
+            changes = rows.filter(pc.field("_change_type") != "update_preimage")
+            if not changes.num_rows:
+                continue  # a skipped compaction or clustering, or a write outside the columns' partitions
+            (e,) = plan.instants  # changelog mode: one write per round
+            kinds = ", ".join(f"{n} {k}" for k, n in Counter(changes["_change_type"].to_pylist()).items())
+            shown = e.requested_time + (f" (completed {e.completion_time})" if e.completion_time else "")
+            _print_changes(f"instant {shown}: {_plural(changes.num_rows, 'change')} ({kinds})", changes, shown_cols)
+            printed += 1
+            if limit is not None and printed >= limit:
+                return
+        time.sleep(interval)
 
 
-def _by_instant(rows: pa.Table) -> list[tuple[str, pa.Table]]:
-    """The rows of each instant (``_hoodie_commit_time`` is the instant of the change), in delivery order."""
-    times = rows["_hoodie_commit_time"]
-    return [(t, rows.filter(pc.equal(times, t))) for t in dict.fromkeys(times.to_pylist())]
+def _print_changes(title: str, rows: pa.Table, columns: list[str]) -> None:
+    print(f"\n{title}")
+    print(format_table([[r["_hoodie_record_key"], r["_change_type"], *(r[c] for c in columns)]
+                        for r in rows.to_pylist()],
+                       ["key", "change", *columns], max_width=CELL_WIDTH), flush=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -558,6 +517,9 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("--start", metavar="T", help="incremental: after T (exclusive; instant or timestamp; v8/v9 "
                                                  "completion times, v6 requested times)")
     rd.add_argument("--end", metavar="T", help="incremental: up to T (inclusive; instant or timestamp)")
+    rd.add_argument("--changes", action="store_true",
+                    help="the change feed of the range (--start/--end): every version of each key with its change "
+                         "type, pre-images and deletes included, as a changelog stream delivers it")
     rd.add_argument("--limit", type=_count, default=20, metavar="N", help="rows to print (default 20)")
 
     st = sub.add_parser("state", parents=[common], help="show a stream's checkpoint state (its stateLocation)")
@@ -630,7 +592,7 @@ def _run(args: argparse.Namespace) -> None:
             raise OptionError("inspect takes TABLE_URL, or 'log' and one FILE")
     elif args.command == "read":
         read(args.table_url, columns=_columns(args.columns), as_of=args.as_of, start=args.start, end=args.end,
-             limit=args.limit, storage=storage)
+             limit=args.limit, changes=args.changes, storage=storage)
     elif args.command == "state":
         show_state(args.location, checkpoint=args.checkpoint, limit=args.limit, storage=storage)
     elif args.command == "tail":

@@ -36,10 +36,10 @@ import pyarrow as pa
 from .._faults import fault_point
 from ..errors import DataLossError, OptionError, StateError
 from ..hoodie.changes import Deletes, output_schema, read_columns
-from ..hoodie.read import incremental_instants, plan_slices
+from ..hoodie.read import plan_slices
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
-from ..monitor.feed import require_meta_fields
+from ..monitor.feed import ChangeFeed, require_meta_fields
 from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
 from ..state import PlannedSplit, StateStore, StreamState
 from .consumer import SplitRange
@@ -190,17 +190,22 @@ def admit(pending: list[PlannedSplit], seq: int, rec: int, limit: BatchLimit) ->
 
 
 def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -> list[Task]:
-    """``spark.read``: one task per file slice of a snapshot, or of an incremental range (``startingInstant``/
-    ``endingInstant``); an empty table still gets one (empty) task."""
+    """``spark.read``: one task per file slice of a snapshot; for a range (``startingInstant``, exclusive, and
+    ``endingInstant``) one task per split of the change feed ``read_changes`` reads (``monitor.feed``), so both
+    return the same rows, in either read mode. An empty table or range still gets one (empty) task."""
     table = HudiTable(opts.path, opts.storage or None)
     start = None if opts.starting_instant in ("earliest", "latest") else opts.starting_instant
-    slices, max_instant, _ = plan_slices(table, start=start, end=opts.ending_instant,
-                                         partition_filter=opts.partition_filter())
-    instants = incremental_instants(table, start, opts.ending_instant) if start or opts.ending_instant else None
-    mon = StreamMonitor(table, MonitorOptions())
-    # no instant to merge up to (an empty table or range) comes with no slices
-    splits = [mon.split_of(s, instants, max_instant, est_rows=0) for s in slices] if max_instant is not None else []
     columns, commits = _task_inputs(table, output)
+    if start or opts.ending_instant:
+        feed = ChangeFeed(table, changelog=opts.read_mode is ReadMode.CHANGELOG, deletes=opts.deletes,
+                          columns=opts.columns, partition_filter=opts.partition_filter(), end=opts.ending_instant)
+        feed.start_after(start)
+        splits = [s for plan in feed.plans() for s in plan.splits]
+    else:
+        slices, max_instant, _ = plan_slices(table, partition_filter=opts.partition_filter())
+        mon = StreamMonitor(table, MonitorOptions())
+        # no instant to merge up to (an empty table) comes with no slices
+        splits = [mon.split_of(s, None, max_instant, est_rows=0) for s in slices] if max_instant is not None else []
     return [make([SplitRange(s, 0, None)], columns, commits) for s in splits] or [make([], columns, commits)]
 
 

@@ -30,7 +30,6 @@ from .consumer import SplitRange, consume
 from .driver import BatchLimit, StreamDriver, make_offset, plan_batch_read, source_schema
 from .options import (
     TABLE_OPTIONS_KEY,
-    Deletes,
     ReadMode,
     SourceOptions,
     is_catalog_definition,
@@ -189,7 +188,8 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 
 class HudiBatchReader(DataSourceReader):
-    """``spark.read.format("hudi_streaming")``: snapshot or incremental (``startingInstant``/``endingInstant``)."""
+    """``spark.read.format("hudi_streaming")``: a snapshot, or the change feed of a range (``startingInstant``/
+    ``endingInstant``) in the stream's read mode, with its deletes options (see ``plan_batch_read``)."""
 
     def __init__(self, options: SourceOptions, schema: StructType):
         self.opts = options
@@ -203,5 +203,5 @@ class HudiBatchReader(DataSourceReader):
         partition = _planned(partition)
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
         yield from consume(_task_table(o, partition), partition.ranges, target, partition.columns, target,
-                           deletes=Deletes.IGNORE, changelog=False, merge_type=o.merge_type,
+                           deletes=o.deletes, changelog=o.read_mode is ReadMode.CHANGELOG, merge_type=o.merge_type,
                            mini_batch=o.mini_batch_size)

@@ -19,6 +19,7 @@ import pytest
 from conftest import LOG_FILES
 from s3_server import S3Server
 
+from hudi_streaming.hoodie.table import HudiTable
 from hudi_streaming.streaming.cli import format_table, main
 
 V6, V9 = "mor_avro__v6_trips_8i3d", "mor_avro__v9_txns_simple_meta"
@@ -470,14 +471,14 @@ def test_tail_prints_each_new_instant_as_the_writer_commits_it(tmp_path, capsys,
     """The project's writer commits while tail runs (from 'latest': the table's first commit is not shown);
     each instant's listing holds exactly the keys and change types that write made."""
     from hudi_streaming.hoodie.writer import create_table
-    from hudi_streaming.streaming.driver import StreamDriver
+    from hudi_streaming.monitor.feed import ChangeFeed
 
     schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("amount", pa.int64())])
     writer = create_table(str(tmp_path / "t"), "tailed", schema, "id", (), "ts", version=9)
     writer.upsert(pa.table({"id": ["a", "b"], "ts": [1, 1], "amount": [10, 20]}, schema=schema))
 
     started, written, failed = threading.Event(), [], []
-    real_start = StreamDriver._start
+    real_start = ChangeFeed.start_latest
 
     def start_then_signal(self):  # the writer waits until tail has fixed its position at 'latest'
         real_start(self)
@@ -496,7 +497,7 @@ def test_tail_prints_each_new_instant_as_the_writer_commits_it(tmp_path, capsys,
             failed.append(e)
             raise
 
-    monkeypatch.setattr(StreamDriver, "_start", start_then_signal)
+    monkeypatch.setattr(ChangeFeed, "start_latest", start_then_signal)
     thread = threading.Thread(target=write, daemon=True)
     thread.start()
     code, out, err = run(capsys, "tail", str(tmp_path / "t"), "--columns", "amount", "--interval", "0.05",
@@ -507,9 +508,50 @@ def test_tail_prints_each_new_instant_as_the_writer_commits_it(tmp_path, capsys,
     assert len(sections) == 3
     for section, (instant, expected) in zip(sections, written):
         head, header, _, *rows = section.splitlines()
-        assert head.startswith(f"{instant}: {len(expected)} change")
+        assert head.startswith(f"{instant} (completed ") and f": {len(expected)} change" in head
         assert cells(header) == ["key", "change", "amount"]
         assert sorted(tuple(cells(r)) for r in rows) == sorted(expected)
+
+
+def test_tail_from_earliest_prints_the_snapshot_as_one_block_then_writes_in_visible_order(tmp_path, capsys):
+    """The table as of its latest write comes first, as one block named by that write; then each write as it
+    completes, in the order writes became visible (not grouped by the rows' commit times)."""
+    from hudi_streaming.hoodie.writer import create_table
+
+    schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("amount", pa.int64())])
+    writer = create_table(str(tmp_path / "t"), "tailed", schema, "id", (), "ts", version=9)
+    for i in range(3):  # three writes, each touching other keys: the snapshot holds rows of three commit times
+        writer.upsert(pa.table({"id": [f"k{i}"], "ts": [i], "amount": [i]}, schema=schema))
+    last = HudiTable(str(tmp_path / "t")).timeline.completed_writes()[-1]
+    done = threading.Timer(0.5, lambda: writer.delete(pa.table({"id": ["k0"]})))
+    done.start()
+    code, out, err = run(capsys, "tail", str(tmp_path / "t"), "--from", "earliest", "--interval", "0.05",
+                         "--limit-batches", "1")
+    done.join()
+    assert code == 0, err
+    blocks = out.split("\n\n")[1:]
+    assert blocks[0].splitlines()[0] == f"snapshot as of instant {last.completion_time}: 3 rows"
+    assert sorted(cells(r)[0] for r in blocks[0].splitlines()[3:]) == ["k0", "k1", "k2"]
+    head, _, _, row = blocks[1].splitlines()
+    assert head.startswith("instant ") and head.endswith(": 1 change (1 delete)")
+    assert cells(row)[:2] == ["k0", "delete"]
+
+
+def test_read_changes_prints_the_change_feed_of_a_range(tmp_path, capsys):
+    from hudi_streaming.hoodie.writer import create_table
+
+    schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("amount", pa.int64())])
+    writer = create_table(str(tmp_path / "t"), "changed", schema, "id", (), "ts", version=9)
+    writer.upsert(pa.table({"id": ["a", "b"], "ts": [1, 1], "amount": [1, 2]}, schema=schema))
+    writer.upsert(pa.table({"id": ["a"], "ts": [2], "amount": [10]}, schema=schema))
+    first, second = (e.completion_time for e in HudiTable(str(tmp_path / "t")).timeline.completed_writes())
+    code, out, err = run(capsys, "read", str(tmp_path / "t"), "--changes", "--start", first, "--columns", "amount")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == f"2 rows (changes ({first}, latest])"
+    assert cells(lines[1])[-2:] == ["amount", "_change_type"]
+    changes = sorted(tuple(reversed(cells(line)[-2:])) for line in lines[3:])
+    assert changes == [("update_postimage", "10"), ("update_preimage", "1")]
 
 
 def test_tail_refuses_a_bad_position(unzip_fixture, capsys):

@@ -53,6 +53,24 @@ def test_batch_read_equals_spark_hudi_gold(spark, unzip_fixture):
     assert_same_rows(ours, gold, f"{V9} via spark.read.format('hudi_streaming')")
 
 
+@pytest.mark.parametrize("mode", ["upsert", "changelog"])
+def test_batch_read_of_a_range_equals_read_changes(spark, unzip_fixture, mode):
+    """spark.read with a range and a read mode returns the change feed read_changes returns (the same rounds)."""
+    from hudi_streaming import read_changes
+    from hudi_streaming.hoodie.table import HudiTable
+
+    table = str(unzip_fixture(V9).table)
+    writes = HudiTable(table).timeline.completed_writes()
+    start = writes[0].completion_time
+    df = (spark.read.format("hudi_streaming").option("startingInstant", start).option("readMode", mode)
+          .option("emitDeletes", "true").load(table))
+    ours = _collect(spark, df)
+    want = read_changes(table, start, None, changelog=mode == "changelog")
+    assert want.num_rows > 0
+    key = ("_hoodie_record_key", "_hoodie_commit_time", "_change_type")
+    assert sorted(ours.select(key).to_pylist(), key=repr) == sorted(want.select(key).to_pylist(), key=repr)
+
+
 def test_missing_state_location_is_one_clear_error(spark, unzip_fixture):
     with pytest.raises(Exception, match="stateLocation is required") as err:
         (spark.readStream.format("hudi_streaming").load(str(unzip_fixture(V9).table))

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             end = driver.latest_offset(start, BatchLimit())
             metrics = driver.metrics()
             if end != start:
-                driver.partitions(start, end, lambda ranges, columns, commits: None)
+                driver.partitions(start, end, lambda ranges, columns, commits, clock: None)
                 driver.commit(end)
                 planned += driver.last_batch.get("instants", 0)
                 batches += 1

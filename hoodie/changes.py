@@ -13,11 +13,13 @@ delivered: changing that order changes what an offset means (bump the stream's o
 """
 from __future__ import annotations
 
+import datetime as dt
 import enum
 import itertools
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,6 +35,10 @@ log = logging.getLogger(__name__)
 
 CHANGE_TYPE = "_change_type"
 INSERT, UPDATE_PRE, UPDATE_POST, DELETE = "insert", "update_preimage", "update_postimage", "delete"
+#: Spark's (and Delta's) change-feed columns: the order in which commits became visible, and when
+COMMIT_VERSION, COMMIT_TIMESTAMP = "_commit_version", "_commit_timestamp"
+#: the columns the change feed adds to the table's
+FEED_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 
 
 class Deletes(str, enum.Enum):
@@ -68,20 +74,66 @@ class SliceRange:
                 f"{list(self.instants or ['snapshot'])[:3]})")
 
     @property
+    def delivered_instants(self) -> tuple[str, ...]:
+        """The instants whose changes the range delivers: a snapshot is delivered as of its last instant."""
+        return (self.replaced_by,) if self.replaced_by else self.instants or (self.max_instant,)
+
+    @property
     def rewrote_base(self) -> bool:
         """Whether the range wrote the slice's base file (copy-on-write updates, compaction, clustering)."""
         return (self.slice.base_file is not None and self.instants is not None
                 and self.slice.base_instant in self.instants)
 
 
+@dataclass(frozen=True)
+class CommitClock:
+    """When the instants of a range became visible, for the rows' ``_commit_version`` and ``_commit_timestamp``.
+
+    ``completions`` maps requested times to completion times (table versions 8/9; version 6 records no completion
+    time, and its writes become visible in requested-time order, so the requested time stands for it). ``zone``
+    is the IANA zone the table's timeline writes times in (``hoodie.table.timeline.timezone``: UTC, or LOCAL —
+    the writer's zone). Tasks get the clock from the driver, which reads the timeline; they do not.
+    """
+
+    completions: Mapping[str, str]
+    zone: str = "UTC"
+
+    def stamp(self, completion: str) -> tuple[int, dt.datetime]:
+        """The version (the completion time as the number yyyyMMddHHmmssSSS) and the UTC moment of a completion."""
+        digits = completion.ljust(17, "0")
+        local = dt.datetime.strptime(digits[:14], "%Y%m%d%H%M%S").replace(
+            microsecond=int(digits[14:17]) * 1000, tzinfo=ZoneInfo(self.zone))
+        return int(digits), local.astimezone(dt.timezone.utc)
+
+
+def commit_clock(table: HudiTable, instants: Iterable[str], zone: str) -> CommitClock:
+    """The clock of ``instants`` (requested times of completed writes) from the table's timeline, reading the
+    archived timeline only for instants the active one no longer holds."""
+    wanted = set(instants)
+    if table.config.version < 8:
+        return CommitClock({i: i for i in wanted}, zone)
+    found = {e.requested_time: e.completion_time for e in table.timeline.completed_writes()
+             if e.requested_time in wanted and e.completion_time}
+    if wanted - found.keys():
+        every = table.timeline.completed_writes(include_archived=True)
+        found.update({e.requested_time: e.completion_time for e in every
+                      if e.requested_time in wanted and e.completion_time})
+    missing = sorted(wanted - found.keys())
+    if missing:
+        raise DataLossError(f"{table.url}: instant {missing[0]} is neither on the active nor on the archived "
+                            "timeline; its completion time (the rows' _commit_version) is unknown")
+    return CommitClock(found, zone)
+
+
 def output_schema(table_schema: pa.Schema, columns: list[str] | None) -> pa.Schema:
-    """Rows of the change feed: the (projected) table columns, then the change type."""
+    """Rows of the change feed: the (projected) table columns, then the change type and Spark's commit columns."""
     fields = [f for f in table_schema if columns is None or f.name in columns or f.name.startswith("_hoodie_")]
     if columns is not None:
         order = {c: i for i, c in enumerate(columns)}
         meta = [f for f in fields if f.name not in order]
         fields = meta + sorted((f for f in fields if f.name in order), key=lambda f: order[f.name])
-    return pa.schema(fields + [pa.field(CHANGE_TYPE, pa.string())])
+    return pa.schema(fields + [pa.field(CHANGE_TYPE, pa.string()), pa.field(COMMIT_VERSION, pa.int64()),
+                               pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", tz="UTC"))])
 
 
 def read_columns(table: HudiTable, schema: pa.Schema) -> pa.Schema:
@@ -133,23 +185,71 @@ def _usable_prior(table: HudiTable, rng: SliceRange, strict: bool) -> SliceRange
 
 def slice_changes(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
                   changelog: bool = False, merge_type: MergeType | str = MergeType.PAYLOAD_COMBINE,
-                  fail_on_data_loss: bool = True) -> pa.Table:
+                  fail_on_data_loss: bool = True, clock: CommitClock | None = None) -> pa.Table:
     """Every change of ``rng``, whole: :func:`change_pieces` joined."""
-    pieces = list(change_pieces(table, rng, schema, columns, deletes, changelog, merge_type, fail_on_data_loss))
+    pieces = list(change_pieces(table, rng, schema, columns, deletes, changelog, merge_type, fail_on_data_loss,
+                                clock))
     return pa.concat_tables(pieces) if pieces else schema.empty_table()
 
 
 def change_pieces(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
                   changelog: bool = False, merge_type: MergeType | str = MergeType.PAYLOAD_COMBINE,
-                  fail_on_data_loss: bool = True) -> Iterator[pa.Table]:
+                  fail_on_data_loss: bool = True, clock: CommitClock | None = None,
+                  carryovers: frozenset[str] | None = None) -> Iterator[pa.Table]:
     """Every change of ``rng`` (``columns`` read, see :func:`read_columns`; rows shaped as ``schema``, see
     :func:`output_schema`), in a fixed order, one piece of the slice read at a time (``slice_pieces``: a reader
     holds one piece of the base file, not the file): per piece pre-images (``changelog``), upserts, then
     deletes — or, when ``deletes`` is FAIL and the piece deleted rows, a :class:`DeleteError` naming the
     instant (deletes are found unless they are ignored).
 
+    With ``carryovers`` (a set of column names, maybe empty) an update whose values equal the key's earlier
+    values in every delivered column but the meta columns and those named is a carry-over — a writer rewrote the
+    record unchanged — and is left out: its post-image (upsert mode) or both images (changelog mode). Spark's
+    change feeds call this ``deduplicationMode=dropCarryovers``. The rows left out are the same on every read of
+    the range, so record offsets stay exact.
+
+    Each row's ``_commit_version`` and ``_commit_timestamp`` (when ``schema`` has them) say when the write of its
+    ``_hoodie_commit_time`` became visible (``clock``; from the table's timeline when None); a snapshot's rows,
+    written by many older commits, are delivered as of the snapshot's instant.
+
     Pieces pass through ``map``, never a loop variable, so none is kept alive here while the next is read.
     """
+    if COMMIT_VERSION in schema.names:
+        stamp = _stamper(rng, clock or commit_clock(table, rng.delivered_instants, table.config.timeline_zone))
+        yield from map(stamp, _change_pieces(table, rng, schema, columns, deletes, changelog, merge_type,
+                                             fail_on_data_loss, carryovers))
+    else:
+        yield from _change_pieces(table, rng, schema, columns, deletes, changelog, merge_type, fail_on_data_loss,
+                                  carryovers)
+
+
+def _stamper(rng: SliceRange, clock: CommitClock):
+    """Sets the commit columns of a piece: each row's from its commit time; a row whose commit time is not an
+    instant of the range (a snapshot's rows; every row of a table without meta fields) gets the range's last
+    instant (the latest completion)."""
+    known = [i for i in rng.delivered_instants if i in clock.completions]
+    if not known:
+        raise DataLossError(f"the commit clock has none of the instants {list(rng.delivered_instants)[:3]} of "
+                            f"{rng.where}")
+    last = max(known, key=lambda i: clock.completions[i])
+    keys = pa.array(known, pa.string())
+    stamps = [clock.stamp(clock.completions[i]) for i in known] + [clock.stamp(clock.completions[last])]
+    versions = pa.array([v for v, _ in stamps], pa.int64())
+    moments = pa.array([t for _, t in stamps], pa.timestamp("us", tz="UTC"))
+
+    def stamp(rows: pa.Table) -> pa.Table:
+        at = (pc.fill_null(pc.index_in(rows.column(COMMIT_TIME), value_set=keys), len(known))
+              if COMMIT_TIME in rows.column_names else pa.repeat(pa.scalar(len(known), pa.int32()), rows.num_rows))
+        for name, values in ((COMMIT_VERSION, versions), (COMMIT_TIMESTAMP, moments)):
+            idx = rows.schema.get_field_index(name)
+            rows = rows.set_column(idx, rows.schema.field(idx), values.take(at))
+        return rows
+    return stamp
+
+
+def _change_pieces(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
+                   changelog: bool, merge_type: MergeType | str, fail_on_data_loss: bool,
+                   carryovers: frozenset[str] | None) -> Iterator[pa.Table]:
     verify_files(table, rng)
     rng = _usable_prior(table, rng, fail_on_data_loss and (deletes is Deletes.EMIT or changelog))
     find_deletes = deletes is not Deletes.IGNORE  # to deliver them, or to stop on them
@@ -175,6 +275,10 @@ def change_pieces(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns:
         else:
             before_keys = req.key_array(before)
             existed = pc.is_in(req.key_array(rows), value_set=before_keys)
+            if carryovers is not None:  # an update that changed no delivered value is no change
+                rows = rows.filter(pc.invert(_unchanged(req, rows, existed, before, before_keys,
+                                                         _compared(schema, carryovers))))
+                existed = pc.is_in(req.key_array(rows), value_set=before_keys)
             if changelog:
                 parts.append(_with_kind(_pre_images(req, rows.filter(existed), before, before_keys), UPDATE_PRE,
                                         schema))
@@ -188,8 +292,37 @@ def change_pieces(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns:
         if has_deletes:
             parts.append(_with_kind(deleted, DELETE, schema))
         return _checked(table, rng, pa.concat_tables(parts), deletes)
-    yield from itertools.starmap(changes, _changes_and_earlier_state(rng, req, keys_only, find_deletes, changelog,
-                                                                     rewrite_deletes))
+    yield from itertools.starmap(changes, _changes_and_earlier_state(
+        rng, req, keys_only, find_deletes, changelog or carryovers is not None, rewrite_deletes))
+
+
+def _compared(schema: pa.Schema, ignored: frozenset[str]) -> list[str]:
+    """The columns a carry-over is judged by: every delivered column but Hudi's meta columns, the feed's own
+    and ``ignored``."""
+    return [n for n in schema.names if not n.startswith("_hoodie_") and n not in FEED_COLUMNS and n not in ignored]
+
+
+def _unchanged(req: SliceRead, rows: pa.Table, existed: pa.Array, before: pa.Table, before_keys: pa.Array,
+               columns: list[str]) -> pa.Array:
+    """Per row: its key existed before and its values in ``columns`` equal the earlier ones (nulls equal nulls)."""
+    found = pc.index_in(req.key_array(rows), value_set=before_keys)
+    earlier = before.take(pc.fill_null(found, 0)) if before.num_rows else None
+    same = pc.and_(existed, pc.is_valid(found))
+    for name in columns:
+        if earlier is None or not pc.any(same).as_py():
+            break
+        new = rows.column(name) if name in rows.column_names else pa.nulls(rows.num_rows)
+        old = earlier.column(name) if name in earlier.column_names else pa.nulls(rows.num_rows)
+        same = pc.and_(same, _equal(new, old))
+    return pc.fill_null(same, False)
+
+
+def _equal(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """Element-wise equality where two nulls are equal; nested values are compared as Python values."""
+    if pa.types.is_nested(a.type) or a.type != b.type:
+        return pa.array([x == y for x, y in zip(a.to_pylist(), b.to_pylist())], pa.bool_())
+    both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+    return pc.or_(pc.fill_null(pc.equal(a, b), False), both_null)
 
 
 def _checked(table: HudiTable, rng: SliceRange, changes: pa.Table, deletes: Deletes) -> pa.Table:
@@ -223,7 +356,7 @@ def _at_instant(rows: pa.Table, instant: str) -> pa.Table:
 
 
 def _changes_and_earlier_state(rng: SliceRange, req: SliceRead, keys_only: pa.Schema, find_deletes: bool,
-                               changelog: bool, rewrite_deletes: bool
+                               need_values: bool, rewrite_deletes: bool
                                ) -> Iterator[tuple[pa.Table, pa.Table | None, pa.Table | None]]:
     """The range's rows, its deletes, and the file group's earlier state (None when nothing came before), in
     pieces where the read allows it.
@@ -233,7 +366,7 @@ def _changes_and_earlier_state(rng: SliceRange, req: SliceRead, keys_only: pa.Sc
     Otherwise (a range that wrote the base file) the range's rows — no more than the range wrote — are read
     whole, then the earlier state in a second read, made only when the range changed something or its rewrite
     may hide deletes, restricted to the keys it changed unless the rewrite's deletes need every key, and of the
-    keys alone unless values are delivered (pre-images, deleted rows).
+    keys alone unless values are needed (``need_values``: pre-images, carry-over checks; deleted rows).
     """
     if rng.instants is None or not rng.rewrote_base:
         assert not rewrite_deletes  # a prior slice comes only with a range that wrote the base file
@@ -244,7 +377,7 @@ def _changes_and_earlier_state(rng: SliceRange, req: SliceRead, keys_only: pa.Sc
     if not (rows.num_rows or has_deletes or rewrite_deletes):
         yield rows, deleted, None
         return
-    values = changelog or has_deletes or rewrite_deletes
+    values = need_values or has_deletes or rewrite_deletes
     changed = None if rewrite_deletes else pa.concat_arrays(
         [req.key_array(t) for t in (rows, deleted) if t is not None and t.num_rows] or [pa.array([], pa.string())])
     yield rows, deleted, _state_before(rng, req if values else replace(req, schema=keys_only), changed)

@@ -8,8 +8,10 @@ looks at raw property strings.
 from __future__ import annotations
 
 import enum
+import os
 import re
 import zlib
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict
 
@@ -186,7 +188,16 @@ class TableConfig(BaseModel):
     populate_meta_fields: bool = True
     base_file_format: str = "PARQUET"
     create_schema: str | None = None
+    #: the zone instant times are written in: "UTC", or "LOCAL" — the writer's JVM zone, which the table does not
+    #: record (Hudi's default)
+    timeline_timezone: str = "LOCAL"
     raw: dict[str, str]
+
+    @property
+    def timeline_zone(self) -> str:
+        """The IANA zone to read this table's instant times in, when no one says what the writer's was: UTC, or
+        this process's own zone for a LOCAL timeline (Hudi's readers do the same in their JVM's zone)."""
+        return "UTC" if self.timeline_timezone == "UTC" else local_zone()
 
     @property
     def timeline_dir(self) -> str:
@@ -266,8 +277,23 @@ class TableConfig(BaseModel):
             populate_meta_fields=_bool(props.get("hoodie.populate.meta.fields"), True),
             base_file_format=base_format,
             create_schema=create_schema,
+            timeline_timezone="UTC" if (props.get("hoodie.table.timeline.timezone") or "").upper() == "UTC"
+            else "LOCAL",
             raw=props,
         )
+
+
+def local_zone() -> str:
+    """This process's zone as an IANA name (``TZ``, else what ``/etc/localtime`` links to), UTC when neither
+    names one: tasks on other machines get the name, not this machine's offset."""
+    for name in (os.environ.get("TZ", "").lstrip(":"), os.path.realpath("/etc/localtime").partition("zoneinfo/")[2]):
+        if name:
+            try:
+                ZoneInfo(name)
+                return name
+            except (ZoneInfoNotFoundError, ValueError):
+                continue
+    return "UTC"
 
 
 def _folder(props: dict[str, str], key: str, default: str, where: str) -> str:

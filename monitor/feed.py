@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 
 from ..errors import HudiStreamingError, OptionError, UnsupportedTableError
-from ..hoodie.changes import Deletes, change_pieces, output_schema, read_columns
+from ..hoodie.changes import Deletes, change_pieces, commit_clock, output_schema, read_columns
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline.instant import is_instant_time
 from .monitor import Cursor, MonitorOptions, Plan, StreamMonitor
@@ -40,10 +41,13 @@ class ChangeFeed:
     here while it runs. ``read_changes`` reads one range with it; the CLI's ``tail`` follows a live table."""
 
     def __init__(self, table: HudiTable, *, changelog: bool, deletes: Deletes, columns: list[str] | None = None,
-                 partition_filter: Partitions | None = None, end: str | None = None):
+                 partition_filter: Partitions | None = None, end: str | None = None, zone: str | None = None,
+                 carryovers: frozenset[str] | None = None):
         require_meta_fields(table)
         self.table = table
-        self.changelog, self.deletes = changelog, deletes
+        #: the zone the table's instant times are read in (``TableConfig.timeline_zone`` when None)
+        self.zone = zone or table.config.timeline_zone
+        self.changelog, self.deletes, self.carryovers = changelog, deletes, carryovers
         #: the rows' schema: the (projected) table columns, meta columns and the change type
         self.schema = output_schema(table.arrow_schema(), columns)
         self._read = read_columns(table, self.schema)
@@ -106,19 +110,26 @@ class ChangeFeed:
             yield plan
 
     def _rows(self, splits: list[Split]) -> pa.Table:
-        parts = [piece for split in splits for piece in change_pieces(self.table, split.slice_range(), self.schema,
-                                                                      self._read, self.deletes, self.changelog)]
+        parts: list[pa.Table] = []
+        for split in splits:
+            rng = split.slice_range()
+            clock = commit_clock(self.table, rng.delivered_instants, self.zone)
+            parts += change_pieces(self.table, rng, self.schema, self._read, self.deletes, self.changelog, clock=clock,
+                                   carryovers=self.carryovers)
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
 
 
 def read_changes(url: str, start: str | None = None, end: str | None = None, *, changelog: bool = False,
                  deletes: DeletesArg = "emit", columns: list[str] | None = None,
-                 partition_filter: Partitions | None = None, storage_options: dict | None = None) -> pa.Table:
+                 partition_filter: Partitions | None = None, drop_carryovers: bool = False,
+                 carryover_ignore_columns: list[str] | None = None, timeline_zone: str | None = None,
+                 storage_options: dict | None = None) -> pa.Table:
     """What changed in the Hudi table at ``url`` after instant ``start`` up to instant ``end``, with change types.
 
     The rows are those a stream started just after ``start`` with ``endingInstant=end`` delivers, in its order:
-    the table's columns, Hudi's ``_hoodie_*`` meta columns and ``_change_type`` (``insert``,
-    ``update_postimage``, ``update_preimage``, ``delete``).
+    the table's columns, Hudi's ``_hoodie_*`` meta columns, ``_change_type`` (``insert``, ``update_postimage``,
+    ``update_preimage``, ``delete``), ``_commit_version`` and ``_commit_timestamp`` (when the change's commit
+    became visible: Delta's change data feed columns of those names).
 
     Parameters:
         url: the table's root folder (local path or fsspec URL such as ``s3://bucket/table``).
@@ -132,6 +143,13 @@ def read_changes(url: str, start: str | None = None, end: str | None = None, *, 
             ``"ignore"`` drops them; ``"fail"`` raises :class:`DeleteError` at the first delete.
         columns: the table columns to return (meta columns and ``_change_type`` always come along).
         partition_filter: partition field → the value or values to read.
+        drop_carryovers: leave out updates whose values equal the key's earlier values in every returned column
+            but the ``_hoodie_*`` meta columns and ``carryover_ignore_columns`` (a writer that rewrote a record
+            unchanged): both images in changelog mode, the row in upsert mode (Spark's
+            ``deduplicationMode=dropCarryovers``).
+        timeline_zone: the IANA zone the writer wrote instant times in, for ``_commit_timestamp``, on a table
+            whose timeline is LOCAL (Hudi's default: the writer's zone, which the table does not record); this
+            process's zone when None. A UTC timeline is read in UTC.
         storage_options: fsspec options for the table's store.
 
     Raises :class:`OptionError` for a bad argument (an unknown column, a malformed instant, an unknown
@@ -150,12 +168,19 @@ def read_changes(url: str, start: str | None = None, end: str | None = None, *, 
         raise OptionError(f"read_changes: partition_filter names {', '.join(unknown)}, not a partition field of "
                           f"{table.url} (its partition fields: {', '.join(table.config.partition_fields) or 'none'})")
     full = table.arrow_schema()
-    unknown = [c for c in columns or [] if c not in full.names]
+    unknown = [c for c in [*(columns or []), *(carryover_ignore_columns or [])] if c not in full.names]
     if unknown:
         raise OptionError(f"read_changes: {table.url} has no column {', '.join(unknown)}; its columns: "
                           f"{', '.join(n for n in full.names if not n.startswith('_hoodie_'))}")
+    if timeline_zone is not None:
+        try:
+            ZoneInfo(timeline_zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise OptionError(f"read_changes: timeline_zone={timeline_zone!r} is not an IANA time zone name") from None
+    zone = "UTC" if table.config.timeline_timezone == "UTC" else timeline_zone
     feed = ChangeFeed(table, changelog=changelog, deletes=mode, columns=columns, partition_filter=partition_filter,
-                      end=end)
+                      end=end, zone=zone,
+                      carryovers=frozenset(carryover_ignore_columns or ()) if drop_carryovers else None)
     feed.start_after(start)
     parts = [rows for _plan, rows in feed.rounds()]
     return pa.concat_tables(parts) if parts else feed.schema.empty_table()

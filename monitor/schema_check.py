@@ -14,6 +14,7 @@ import json
 import pyarrow as pa
 
 from ..errors import SchemaChangeError
+from ..hoodie.changes import FEED_COLUMNS
 from ..hoodie.logfile.avro_arrow import arrow_schema_from_avro
 from ..hoodie.table import META_COLUMNS
 
@@ -42,7 +43,7 @@ def schema_changes(reference: pa.Schema, schema_json: str, projected: bool = Fal
     """(compatible, incompatible) differences of an instant's writer schema from the stream's schema. A stream
     that reads a projection (``projected``) reads only its columns: a column added to the table is none of them."""
     new = _data_fields(schema_json)
-    old = {f.name: f.type for f in reference if f.name not in META_COLUMNS and f.name != "_change_type"}
+    old = {f.name: f.type for f in reference if f.name not in META_COLUMNS and f.name not in FEED_COLUMNS}
     compatible: list[str] = []
     incompatible: list[str] = []
     for name, t in old.items():

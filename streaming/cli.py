@@ -310,9 +310,13 @@ def read(url: str, *, columns: list[str] | None, as_of: str | None, start: str |
     """
     if as_of and (start or end or changes):
         raise OptionError("--as-of is a snapshot query and cannot be combined with --start/--end/--changes")
-    as_of, start, end = (instant_of(v, o) if v else None
-                         for v, o in ((as_of, "--as-of"), (start, "--start"), (end, "--end")))
+    for v, o in ((as_of, "--as-of"), (start, "--start"), (end, "--end")):
+        if v:
+            instant_of(v, o)  # a malformed position fails before the table is opened
     _resolve(url, storage or {})
+    zone = HudiTable(url, storage or None).config.timeline_zone  # a timestamp names a moment on the table's clock
+    as_of, start, end = (instant_of(v, o, zone) if v else None
+                         for v, o in ((as_of, "--as-of"), (start, "--start"), (end, "--end")))
     with _progress(f"reading {url}"):
         if changes:
             t = read_changes(url, start, end, changelog=True, columns=columns, storage_options=storage or None)
@@ -448,7 +452,7 @@ def tail(url: str, *, start: str, columns: list[str] | None, interval: float, li
     shown_cols = columns or data
     feed = ChangeFeed(table, changelog=True, deletes=Deletes.EMIT, columns=columns)
     where = start.strip().lower()
-    at = None if where in ("earliest", "latest") else instant_of(start, "--from")
+    at = None if where in ("earliest", "latest") else instant_of(start, "--from", table.config.timeline_zone)
     print(f"tailing {table.url} from {start} (every {interval:g}s; ^C stops)", flush=True)
     if at is not None:
         feed.start_at(at)

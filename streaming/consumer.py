@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from .._faults import fault_point
-from ..hoodie.changes import Deletes, change_pieces
+from ..hoodie.changes import CommitClock, Deletes, change_pieces
 from ..hoodie.slice_reader import MergeType
 from ..hoodie.table import HudiTable
 from ..monitor.split import Split
@@ -30,7 +30,8 @@ class SplitRange:
 
 def consume(table: HudiTable, ranges: list[SplitRange], schema: pa.Schema, columns: pa.Schema, target: pa.Schema,
             *, deletes: Deletes, changelog: bool, merge_type: MergeType | str, mini_batch: int,
-            fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
+            fail_on_data_loss: bool = True, clock: CommitClock | None = None,
+            carryovers: frozenset[str] | None = None) -> Iterator[pa.RecordBatch]:
     """Record batches of at most ``mini_batch`` rows for each range, in order, cast to ``target``, handed on as
     each piece of the split is read (a range that ends early stops reading there).
 
@@ -39,7 +40,7 @@ def consume(table: HudiTable, ranges: list[SplitRange], schema: pa.Schema, colum
     for r in ranges:
         pos = 0
         for changes in change_pieces(table, r.split.slice_range(), schema, columns, deletes, changelog, merge_type,
-                                     fail_on_data_loss):
+                                     fail_on_data_loss, clock, carryovers):
             end = pos + changes.num_rows
             lo, hi = max(r.skip, pos), (end if r.stop is None else min(r.stop, end))
             if lo < hi:

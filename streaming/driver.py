@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from .._faults import fault_point
 from ..errors import DataLossError, OptionError, StateError
-from ..hoodie.changes import Deletes, output_schema, read_columns
+from ..hoodie.changes import CommitClock, Deletes, commit_clock, output_schema, read_columns
 from ..hoodie.read import plan_slices
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
@@ -55,7 +55,7 @@ CHANGELOG_ROUNDS_PER_POLL = 32
 
 #: what the caller makes of one task's input: its ranges, the columns to read, and (v6) the commits
 Task = TypeVar("Task")
-TaskFactory = Callable[[list[SplitRange], pa.Schema, CommitCheck | None], Task]
+TaskFactory = Callable[[list[SplitRange], pa.Schema, CommitCheck | None, CommitClock], Task]
 
 
 def canonical(offset: dict) -> dict:
@@ -88,10 +88,11 @@ def source_schema(opts: SourceOptions) -> pa.Schema:
     table = HudiTable(opts.path, opts.storage or None)
     schema = table.arrow_schema()
     data = [n for n in schema.names if not n.startswith("_hoodie_")]
-    unknown = [c for c in opts.columns or [] if c not in schema.names]
-    if unknown:
-        raise OptionError(f"option columns: {table.url} has no column {', '.join(unknown)}; its columns: "
-                          f"{', '.join(data)}")
+    for option, names in (("columns", opts.columns), ("carryoverIgnoreColumns", opts.carryover_ignore_columns)):
+        unknown = [c for c in names or [] if c not in schema.names]
+        if unknown:
+            raise OptionError(f"option {option}: {table.url} has no column {', '.join(unknown)}; its columns: "
+                              f"{', '.join(data)}")
     fields = table.config.partition_fields
     unknown = [f for f in opts.partition_filter() or {} if f not in fields]
     if unknown:
@@ -105,6 +106,13 @@ def _task_inputs(table: HudiTable, output: pa.Schema) -> tuple[pa.Schema, Commit
     (as the driver saw the timeline, so tasks need no listing)."""
     columns = read_columns(table, output)
     return columns, table.timeline.commit_check() if table.config.version < 8 else None
+
+
+def task_clock(table: HudiTable, ranges: list[SplitRange], opts: SourceOptions) -> CommitClock:
+    """When the instants a task delivers became visible (its rows' ``_commit_version`` and ``_commit_timestamp``),
+    from the driver's timeline: tasks read no timeline."""
+    instants = {i for r in ranges for i in r.split.slice_range().delivered_instants}
+    return commit_clock(table, instants, opts.timeline_zone(table.config))
 
 
 def _min(a: int | None, b: int | None) -> int | None:
@@ -194,11 +202,12 @@ def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -
     ``endingInstant``) one task per split of the change feed ``read_changes`` reads (``monitor.feed``), so both
     return the same rows, in either read mode. An empty table or range still gets one (empty) task."""
     table = HudiTable(opts.path, opts.storage or None)
-    start = None if opts.starting_instant in ("earliest", "latest") else opts.starting_instant
+    first, end = opts.positions(opts.timeline_zone(table.config))
+    start = None if first in ("earliest", "latest") else first
     columns, commits = _task_inputs(table, output)
-    if start or opts.ending_instant:
+    if start or end:
         feed = ChangeFeed(table, changelog=opts.read_mode is ReadMode.CHANGELOG, deletes=opts.deletes,
-                          columns=opts.columns, partition_filter=opts.partition_filter(), end=opts.ending_instant)
+                          columns=opts.columns, partition_filter=opts.partition_filter(), end=end)
         feed.start_after(start)
         splits = [s for plan in feed.plans() for s in plan.splits]
     else:
@@ -206,7 +215,9 @@ def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -
         mon = StreamMonitor(table, MonitorOptions())
         # no instant to merge up to (an empty table) comes with no slices
         splits = [mon.split_of(s, None, max_instant, est_rows=0) for s in slices] if max_instant is not None else []
-    return [make([SplitRange(s, 0, None)], columns, commits) for s in splits] or [make([], columns, commits)]
+    ranges = [[SplitRange(s, 0, None)] for s in splits]
+    return ([make(r, columns, commits, task_clock(table, r, opts)) for r in ranges]
+            or [make([], columns, commits, CommitClock({}))])
 
 
 class StreamDriver:
@@ -228,12 +239,14 @@ class StreamDriver:
         require_meta_fields(self.table)
         self.store = StateStore(self.location, opts.storage or None)
         #: the instant the user started the stream at: late instants completed before it are not delivered
-        self.floor = None if opts.starting_instant in ("earliest", "latest") else opts.starting_instant
+        #: startingInstant and endingInstant as this table's instant times (timestamps read in its timeline zone)
+        self.start, end = opts.positions(opts.timeline_zone(self.table.config))
+        self.floor = None if self.start in ("earliest", "latest") else self.start
         self.state: StreamState = (self.store.load(self.table.url, self.table.config.name)
                                    or StreamState(table_url=self.table.url, table_name=self.table.config.name))
         self.monitor = StreamMonitor(self.table, MonitorOptions(
             skip_compaction=opts.skip_compaction, skip_clustering=opts.skip_clustering,
-            skip_insert_overwrite=opts.skip_insert_overwrite, ending_instant=opts.ending_instant,
+            skip_insert_overwrite=opts.skip_insert_overwrite, ending_instant=end,
             partition_filter=opts.partition_filter(), replaced_as_deletes=opts.deletes is not Deletes.IGNORE,
             reference_schema=reference_schema, allow_schema_changes=opts.allow_schema_changes,
             projected=opts.columns is not None, changelog=opts.read_mode is ReadMode.CHANGELOG))
@@ -267,15 +280,15 @@ class StreamDriver:
         st.next_round += 1
 
     def _start(self) -> None:
-        st, o = self.state, self.opts
-        if o.starting_instant == "earliest":
+        st = self.state
+        if self.start == "earliest":
             plan = self.monitor.plan_snapshot()
             self._append(plan.splits, len(plan.instants))
             st.cursor = plan.cursor
-        elif o.starting_instant == "latest":
+        elif self.start == "latest":
             st.cursor = self.monitor.latest_cursor()
         else:
-            st.cursor = self.monitor.cursor_at(o.starting_instant)
+            st.cursor = self.monitor.cursor_at(self.start)
         st.known = self.monitor.accounted(st.cursor) if self.monitor.v8 else None
         st.started = True
         self.store.save(st)
@@ -455,7 +468,9 @@ class StreamDriver:
         if not self.state.pending_from(seq) or (seq == self.state.next_seq):
             self._poll()
         pending = self.state.pending_from(seq)
-        if not pending:
+        if pending and self._too_few(pending, rec) and self._poll():  # held back: look for more rows meanwhile
+            pending = self.state.pending_from(seq)
+        if not pending or self._holds_back(pending, rec):
             return make_offset(seq, rec, start.get("sid"))
         (end_seq, end_rec), self.last_batch = admit(pending, seq, rec, limit.within(self.opts))
         b = self.last_batch
@@ -463,6 +478,26 @@ class StreamDriver:
                  "record %d; %d splits left after it", b["splits"], b["rowsEstimate"], b["bytesEstimate"],
                  b["instants"], end_seq, end_rec, sum(1 for p in pending if p.seq >= end_seq))
         return make_offset(end_seq, end_rec, self.state.stream_id)
+
+    #: when the last batch was admitted (monotonic; the stream's first call when none was yet)
+    _last_batch_at: float | None = None
+
+    def _holds_back(self, pending: list[PlannedSplit], rec: int) -> bool:
+        """``minRowsPerTrigger``: no batch yet while fewer rows are pending — by the splits' row bounds, which
+        are upper bounds, so a batch may still deliver fewer — unless ``maxTriggerDelay`` has passed since the
+        last batch. An AvailableNow query is never held back: it ends when it has caught up."""
+        now = time.monotonic()
+        if self._last_batch_at is None:
+            self._last_batch_at = now
+        if self._too_few(pending, rec) and now - self._last_batch_at < self.opts.max_trigger_delay_seconds:
+            return True
+        self._last_batch_at = now
+        return False
+
+    def _too_few(self, pending: list[PlannedSplit], rec: int) -> bool:
+        """Fewer rows pending than ``minRowsPerTrigger`` asks for (never in an AvailableNow query)."""
+        least = self.opts.min_rows_per_trigger
+        return least is not None and not self.available_now and sum(p.split.est_rows for p in pending) - rec < least
 
     def partitions(self, start: dict, end: dict, make: TaskFactory) -> list[Task]:
         """The batch ``start``..``end`` as tasks: all ranges of one file group in one task, in sequence order
@@ -482,7 +517,7 @@ class StreamDriver:
             stop = e_rec if seq == e_seq else None
             groups.setdefault(p.split.group, []).append(SplitRange(p.split, skip, stop))
         columns, commits = _task_inputs(self.table, self.output)
-        return [make(r, columns, commits) for _, r in sorted(groups.items())]
+        return [make(r, columns, commits, task_clock(self.table, r, self.opts)) for _, r in sorted(groups.items())]
 
     def commit(self, end: dict) -> None:
         e_seq = int(end["seq"])

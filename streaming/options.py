@@ -16,11 +16,13 @@ import json
 import re
 from collections.abc import Mapping
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import OptionError
 from ..hoodie.changes import Deletes
+from ..hoodie.config import TableConfig
 from .storage_options import storage_options
 
 
@@ -49,6 +51,10 @@ class SourceOptions(BaseModel):
     max_splits_per_trigger: int | None = Field(default=None, alias="maxSplitsPerTrigger", gt=0)
     max_rows_per_trigger: int | None = Field(default=None, alias="maxRowsPerTrigger", gt=0)
     max_bytes_per_trigger: int | None = Field(default=None, alias="maxBytesPerTrigger", gt=0)
+    #: a batch waits until this many rows are pending (by the splits' row bounds), or maxTriggerDelay has passed
+    min_rows_per_trigger: int | None = Field(default=None, alias="minRowsPerTrigger", gt=0)
+    #: how long minRowsPerTrigger may hold a batch back, as Spark's Kafka source names it: 500ms, 30s, 15m, 1h
+    max_trigger_delay_seconds: float = Field(default=900.0, alias="maxTriggerDelay", gt=0)
     partitions: str | None = None
     columns: list[str] | None = None
     merge_type: str = Field(default="payload_combine", alias="mergeType")
@@ -62,10 +68,35 @@ class SourceOptions(BaseModel):
     #: time moves, so the interval only bounds a change that time missed; on an object store the mean
     #: commit-to-sink latency grows by half of it, and each poll is one LIST request (0.5 s: 172,800 a day)
     poll_interval_seconds: float = Field(default=0.5, alias="pollIntervalSeconds", ge=0, le=3600)
+    #: the zone the writer of a LOCAL timeline (Hudi's default) wrote instant times in, an IANA name; the table
+    #: does not record it, and the driver's own zone is assumed without this option
+    timeline_time_zone: str | None = Field(default=None, alias="timelineTimeZone")
+    #: Spark's CDC option: ``dropCarryovers`` leaves out updates that changed no delivered column
+    deduplication_mode: str = Field(default="none", alias="deduplicationMode")
+    #: columns a carry-over may differ in (besides Hudi's meta columns), e.g. a writer's updated_at
+    carryover_ignore_columns: list[str] | None = Field(default=None, alias="carryoverIgnoreColumns")
     #: fsspec storage options; kept out of the repr, which would print credentials
     storage: dict[str, Any] = Field(default_factory=dict, repr=False)
 
-    @field_validator("columns", mode="before")
+    @field_validator("deduplication_mode", mode="before")
+    @classmethod
+    def _dedup(cls, v: Any) -> Any:
+        modes = {"none": "none", "dropcarryovers": "dropCarryovers"}
+        if isinstance(v, str) and v.strip().lower() in modes:
+            return modes[v.strip().lower()]
+        if isinstance(v, str) and v.strip().lower() == "netchanges":
+            raise ValueError("netChanges is not offered: a stream delivers each batch's changes as they come, and "
+                             "collapsing a key's changes across batches needs Spark's stateful CDC post-processing; "
+                             "use none or dropCarryovers")
+        raise ValueError("must be none or dropCarryovers")
+
+    def carryovers(self) -> frozenset[str] | None:
+        """The columns a carry-over may differ in, when carry-overs are dropped (None: they are delivered)."""
+        if self.deduplication_mode != "dropCarryovers":
+            return None
+        return frozenset(self.carryover_ignore_columns or ())
+
+    @field_validator("columns", "carryover_ignore_columns", mode="before")
     @classmethod
     def _split_columns(cls, v: Any) -> Any:
         if isinstance(v, str):
@@ -77,12 +108,57 @@ class SourceOptions(BaseModel):
     def _start(cls, v: Any) -> Any:
         if isinstance(v, str) and v.strip().lower() in ("earliest", "latest"):
             return v.strip().lower()
-        return instant_of(v, "startingInstant") if isinstance(v, str) else v
+        if isinstance(v, str):
+            instant_of(v, "startingInstant")  # checked now; read in the table's zone by positions()
+            return v.strip()
+        return v
 
     @field_validator("ending_instant", mode="before")
     @classmethod
     def _end(cls, v: Any) -> Any:
-        return instant_of(v, "endingInstant") if isinstance(v, str) else v
+        if isinstance(v, str):
+            instant_of(v, "endingInstant")
+            return v.strip()
+        return v
+
+    def positions(self, zone: str) -> tuple[str, str | None]:
+        """``startingInstant`` (``earliest``, ``latest`` or an instant) and ``endingInstant`` as instant times of
+        a table whose timeline is in ``zone``: a timestamp names the same moment on a LOCAL table as on a UTC
+        one (see :func:`instant_of`)."""
+        start = self.starting_instant
+        if start not in ("earliest", "latest"):
+            start = instant_of(start, "startingInstant", zone)
+        end = instant_of(self.ending_instant, "endingInstant", zone) if self.ending_instant else None
+        return start, end
+
+    @field_validator("max_trigger_delay_seconds", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*", v.lower())
+        if not m:
+            raise ValueError("expected a duration such as 500ms, 30s, 15m or 1h")
+        return float(m.group(1)) * {"ms": 0.001, "s": 1, None: 1, "m": 60, "min": 60, "h": 3600, "d": 86400}[m.group(2)]
+
+    @field_validator("timeline_time_zone")
+    @classmethod
+    def _zone(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                ZoneInfo(v)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError("not an IANA time zone name (e.g. Europe/Berlin, America/New_York, UTC)") from None
+        return v
+
+    def timeline_zone(self, config: TableConfig) -> str:
+        """The zone to read the table's instant times in (see ``TableConfig.timeline_zone``)."""
+        if config.timeline_timezone == "UTC":
+            if self.timeline_time_zone not in (None, "UTC"):
+                raise OptionError(f"option timelineTimeZone={self.timeline_time_zone!r}: the table writes its "
+                                  "instant times in UTC (hoodie.table.timeline.timezone=UTC); leave the option out")
+            return "UTC"
+        return self.timeline_time_zone or config.timeline_zone
 
     @field_validator("merge_type")
     @classmethod
@@ -123,9 +199,10 @@ class SourceOptions(BaseModel):
 _INSTANT = re.compile(r"^\d{14}(\d{3})?$")
 
 
-def instant_of(value: str, option: str) -> str:
+def instant_of(value: str, option: str, zone: str = "UTC") -> str:
     """A position given by a user: a Hudi instant time (``yyyyMMddHHmmss[SSS]``, kept as given), or a timestamp
-    (``YYYY-MM-DD[ HH:MM:SS[.fff]]``, ISO 8601; UTC unless it names a zone) as the instant time of that moment.
+    (``YYYY-MM-DD[ HH:MM:SS[.fff]]``, ISO 8601; UTC unless it names a zone) as the instant time of that moment on
+    a timeline written in ``zone`` (UTC, or a LOCAL timeline's writer's zone: Hudi writes instant times there).
 
     Checked for a real date, so ``2026-03-08`` is a time and ``notatime`` an error (compared as strings, either
     would silently select every instant or none).
@@ -140,8 +217,9 @@ def instant_of(value: str, option: str) -> str:
         raise OptionError(f"option {option}={value!r}: expected an instant time (yyyyMMddHHmmss or "
                           "yyyyMMddHHmmssSSS) or a timestamp (YYYY-MM-DD[ HH:MM:SS[.fff]], UTC unless it names a "
                           "zone)") from None
-    if when.tzinfo is not None:
-        when = when.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    when = when.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
     return f"{when:%Y%m%d%H%M%S}{when.microsecond // 1000:03d}"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -24,6 +25,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from ..errors import OptionError
+from ..hoodie.changes import CommitClock
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
 from .consumer import SplitRange, consume
@@ -51,6 +53,8 @@ class FileGroupPartition(InputPartition):
     columns: pa.Schema
     #: table v6: which instants are committed, as the driver saw the timeline (tasks then need no listing)
     commits: CommitCheck | None = None
+    #: when the task's instants became visible (the rows' _commit_version and _commit_timestamp)
+    clock: CommitClock | None = None
 
 
 def _planned(partition: InputPartition) -> FileGroupPartition:
@@ -67,6 +71,15 @@ def _task_table(opts: SourceOptions, partition: FileGroupPartition) -> HudiTable
     if partition.commits is not None:
         table.pin_commits(partition.commits)
     return table
+
+
+def _read_task(o: SourceOptions, partition: FileGroupPartition, target: pa.Schema,
+               fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
+    """A task's record batches, as ``target`` (the query's schema), in the options' read mode."""
+    return consume(_task_table(o, partition), partition.ranges, target, partition.columns, target,
+                   deletes=o.deletes, changelog=o.read_mode is ReadMode.CHANGELOG, merge_type=o.merge_type,
+                   mini_batch=o.mini_batch_size, fail_on_data_loss=fail_on_data_loss, clock=partition.clock,
+                   carryovers=o.carryovers())
 
 
 class HudiStreamingDataSource(DataSource):
@@ -178,13 +191,9 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- executor side -----------------------------------------------------------------------------------------
     def read(self, partition: InputPartition):
         o = self.opts
-        partition = _planned(partition)
-        table = _task_table(o, partition)
         # the query's schema, fixed at its start: later added columns are left out, widened ones cast back
-        target = to_arrow_schema(self.spark_schema, timezone="UTC")
-        yield from consume(table, partition.ranges, target, partition.columns, target, deletes=o.deletes,
-                           changelog=o.read_mode is ReadMode.CHANGELOG, merge_type=o.merge_type,
-                           mini_batch=o.mini_batch_size, fail_on_data_loss=o.fail_on_data_loss)
+        yield from _read_task(o, _planned(partition), to_arrow_schema(self.spark_schema, timezone="UTC"),
+                              o.fail_on_data_loss)
 
 
 class HudiBatchReader(DataSourceReader):
@@ -199,9 +208,4 @@ class HudiBatchReader(DataSourceReader):
         return plan_batch_read(self.opts, to_arrow_schema(self.spark_schema, timezone="UTC"), FileGroupPartition)
 
     def read(self, partition: InputPartition):
-        o = self.opts
-        partition = _planned(partition)
-        target = to_arrow_schema(self.spark_schema, timezone="UTC")
-        yield from consume(_task_table(o, partition), partition.ranges, target, partition.columns, target,
-                           deletes=o.deletes, changelog=o.read_mode is ReadMode.CHANGELOG, merge_type=o.merge_type,
-                           mini_batch=o.mini_batch_size)
+        yield from _read_task(self.opts, _planned(partition), to_arrow_schema(self.spark_schema, timezone="UTC"))

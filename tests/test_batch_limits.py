@@ -64,7 +64,7 @@ def _stream(table: Path, state: Path, max_batches: int = 500, driver: StreamDriv
         end = driver.latest_offset(start, BatchLimit())
         if end == start:
             return batches, driver, start
-        tasks = driver.partitions(start, end, lambda ranges, columns, _commits: (ranges, columns))
+        tasks = driver.partitions(start, end, lambda ranges, columns, _commits, _clock: (ranges, columns))
         rows = []
         for ranges, columns in tasks:
             for rb in consume(driver.table, ranges, driver.output, columns, driver.output, deletes=opts.deletes,

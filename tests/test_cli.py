@@ -474,7 +474,7 @@ def test_tail_prints_each_new_instant_as_the_writer_commits_it(tmp_path, capsys,
     from hudi_streaming.monitor.feed import ChangeFeed
 
     schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("amount", pa.int64())])
-    writer = create_table(str(tmp_path / "t"), "tailed", schema, "id", (), "ts", version=9)
+    writer = create_table(str(tmp_path / "t"), "tailed", schema, record_key="id", ordering_field="ts", version=9)
     writer.upsert(pa.table({"id": ["a", "b"], "ts": [1, 1], "amount": [10, 20]}, schema=schema))
 
     started, written, failed = threading.Event(), [], []
@@ -519,7 +519,7 @@ def test_tail_from_earliest_prints_the_snapshot_as_one_block_then_writes_in_visi
     from hudi_streaming.hoodie.writer import create_table
 
     schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("amount", pa.int64())])
-    writer = create_table(str(tmp_path / "t"), "tailed", schema, "id", (), "ts", version=9)
+    writer = create_table(str(tmp_path / "t"), "tailed", schema, record_key="id", ordering_field="ts", version=9)
     for i in range(3):  # three writes, each touching other keys: the snapshot holds rows of three commit times
         writer.upsert(pa.table({"id": [f"k{i}"], "ts": [i], "amount": [i]}, schema=schema))
     last = HudiTable(str(tmp_path / "t")).timeline.completed_writes()[-1]
@@ -541,7 +541,7 @@ def test_read_changes_prints_the_change_feed_of_a_range(tmp_path, capsys):
     from hudi_streaming.hoodie.writer import create_table
 
     schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("amount", pa.int64())])
-    writer = create_table(str(tmp_path / "t"), "changed", schema, "id", (), "ts", version=9)
+    writer = create_table(str(tmp_path / "t"), "changed", schema, record_key="id", ordering_field="ts", version=9)
     writer.upsert(pa.table({"id": ["a", "b"], "ts": [1, 1], "amount": [1, 2]}, schema=schema))
     writer.upsert(pa.table({"id": ["a"], "ts": [2], "amount": [10]}, schema=schema))
     first, second = (e.completion_time for e in HudiTable(str(tmp_path / "t")).timeline.completed_writes())
@@ -549,8 +549,8 @@ def test_read_changes_prints_the_change_feed_of_a_range(tmp_path, capsys):
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0] == f"2 rows (changes ({first}, latest])"
-    assert cells(lines[1])[-2:] == ["amount", "_change_type"]
-    changes = sorted(tuple(reversed(cells(line)[-2:])) for line in lines[3:])
+    assert cells(lines[1])[-4:-2] == ["amount", "_change_type"]
+    changes = sorted(tuple(reversed(cells(line)[-4:-2])) for line in lines[3:])
     assert changes == [("update_postimage", "10"), ("update_preimage", "1")]
 
 

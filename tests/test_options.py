@@ -35,11 +35,11 @@ def test_hudi_read_options_map_onto_the_sources_own():
     """Hudi's begin instant is exclusive (``>``): it becomes the next millisecond as this source's inclusive start."""
     o = parse_options({"path": "/t", "hoodie.datasource.read.begin.instanttime": "20240102030405123",
                        "hoodie.datasource.read.end.instanttime": "20240103000000000"})
-    assert (o.starting_instant, o.ending_instant) == ("20240102030405124", "20240103000000000")
+    assert o.positions("UTC") == ("20240102030405124", "20240103000000000")
     assert parse_options({"path": "/t", "hoodie.datasource.streaming.startOffset": "latest"}).starting_instant == \
         "latest"
     assert parse_options({"path": "/t", "hoodie.datasource.streaming.startOffset": "20240102030405"}) \
-        .starting_instant == "20240102030405001"
+        .positions("UTC")[0] == "20240102030405001"
 
 
 def test_an_unread_hudi_option_is_refused():
@@ -51,7 +51,9 @@ def test_an_unread_hudi_option_is_refused():
 def test_deltas_names_work():
     o = parse_options({"path": "/t", "maxFilesPerTrigger": "3", "startingTimestamp": "2024-01-02",
                        "ignoreDeletes": "true"})
-    assert (o.max_splits_per_trigger, o.starting_instant, o.ignore_deletes) == (3, "20240102000000000", True)
+    assert (o.max_splits_per_trigger, o.positions("UTC")[0], o.ignore_deletes) == (3, "20240102000000000", True)
+    # the same moment on a timeline its writer wrote in New York time (Hudi's default LOCAL timeline)
+    assert o.positions("America/New_York")[0] == "20240101190000000"
     assert parse_options({"path": "/t", "startingVersion": "latest"}).starting_instant == "latest"
 
 
@@ -69,4 +71,4 @@ def test_unknown_columns_and_partition_fields_fail_when_the_query_is_defined(unz
         source_schema(parse_options({"path": table, "partitions": "country=us"}))
     assert source_schema(parse_options({"path": table, "columns": "amount", "partitions": "region=us"})).names == [
         "_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
-        "_hoodie_file_name", "amount", "_change_type"]
+        "_hoodie_file_name", "amount", "_change_type", "_commit_version", "_commit_timestamp"]

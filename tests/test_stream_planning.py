@@ -119,7 +119,8 @@ def test_column_projection_keeps_meta_and_change_type(unzip_fixture, tmp_path):
     table = _copy(unzip_fixture, V9, tmp_path)
     batches = run_batches(make_reader(str(table), str(tmp_path / "state"), columns="amount,txn_id"))
     names = batches[0].column_names
-    assert names[-3:] == ["amount", "txn_id", "_change_type"] and names[0] == "_hoodie_commit_time"
+    assert names[-5:] == ["amount", "txn_id", "_change_type", "_commit_version", "_commit_timestamp"]
+    assert names[0] == "_hoodie_commit_time"
 
 
 def test_restart_replays_the_same_batch(unzip_fixture, tmp_path):

@@ -34,8 +34,8 @@ def build(table: str, rows: int, commits: int, updates: int) -> None:
     schema = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("v", pa.string()), ("x", pa.float64())])
     rng = np.random.default_rng(0)
     keys = np.array([f"k{i:09d}" for i in range(rows)])
-    w = create_table(table, "incremental", schema, "uuid", [], "ts", table_type="MERGE_ON_READ", version=9,
-                     max_file_records=rows)
+    w = create_table(table, "incremental", schema, record_key="uuid", ordering_field="ts", table_type="MERGE_ON_READ",
+                     version=9, max_file_records=rows)
     w.insert(pa.table({"uuid": keys, "ts": np.zeros(rows, np.int64), "v": keys, "x": rng.random(rows)},
                       schema=schema))
     for n in range(1, commits + 1):

@@ -304,7 +304,8 @@ def run(a: argparse.Namespace, work: Path, table: Path, log_path: Path, go: Path
     from hudi_streaming.hoodie.writer import create_table
 
     load_before = os.getloadavg()
-    w = create_table(str(table), "bench_latency", _schema(), "key", "part" if a.partitions else (), "seq",
+    w = create_table(str(table), "bench_latency", _schema(), record_key="key",
+                     partition_fields="part" if a.partitions else (), ordering_field="seq",
                      table_type="MERGE_ON_READ", version=9)
     w.insert(_rows(list(range(a.keys)), 0, a.partitions))
     del w

@@ -79,8 +79,8 @@ def write_table(path: Path, n: int, u: int, blocks: int, compression: str) -> li
     from hudi_streaming.hoodie.writer import create_table
 
     base, updates, _ = generate(n, u)
-    w = create_table(str(path), TABLE_NAME, SCHEMA, KEY, (), "ts", table_type="MERGE_ON_READ", version=9,
-                     merge_mode="COMMIT_TIME_ORDERING", max_file_records=n, parquet_compression=compression,
+    w = create_table(str(path), TABLE_NAME, SCHEMA, record_key=KEY, ordering_field="ts", table_type="MERGE_ON_READ",
+                     version=9, merge_mode="COMMIT_TIME_ORDERING", max_file_records=n, parquet_compression=compression,
                      max_log_block_records=-(-u // blocks))
     return [w.insert(base), w.upsert(updates)]
 

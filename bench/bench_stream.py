@@ -63,8 +63,8 @@ def build(table: str, rows: int, updates: int, group_rows: int) -> None:
                          "fare": pa.array(rng.random(n) * 100), "city": pa.array([f"c{k % 5}" for k in keys])},
                         schema=schema)
 
-    w = create_table(table, "bench_stream", schema, "uuid", [], "ts", table_type="MERGE_ON_READ", version=9,
-                     max_file_records=group_rows)
+    w = create_table(table, "bench_stream", schema, record_key="uuid", ordering_field="ts",
+                     table_type="MERGE_ON_READ", version=9, max_file_records=group_rows)
     step = 200_000
     for lo in range(0, rows, step):
         w.insert(batch(np.arange(lo, min(lo + step, rows)), 1))

@@ -52,7 +52,8 @@ def run(table_type: str, args, root: str) -> None:
     path = os.path.join(root, f"bench_{table_type.lower()}")
     shutil.rmtree(path, ignore_errors=True)
     rng = np.random.default_rng(42)
-    w = create_table(path, "bench", SCHEMA, "uuid", "city", "ts", table_type=table_type, version=args.version,
+    w = create_table(path, "bench", SCHEMA, record_key="uuid", partition_fields="city", ordering_field="ts",
+                     table_type=table_type, version=args.version,
                      max_file_records=args.max_file_records)
     label = "MOR" if table_type == "MERGE_ON_READ" else "COW"
     data = batch(np.arange(args.rows), args.partitions, 1, rng)

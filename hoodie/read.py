@@ -10,10 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from typing import Literal
 
 import pyarrow as pa
 
-from ..errors import DataLossError, HudiStreamingError, UnsupportedTableError
+from ..errors import DataLossError, OptionError, UnsupportedTableError
 from .fs_view import FileSlice, parse_base_file, parse_log_file
 from .scanner import InstantRange
 from .slice_reader import MergeType, SliceRead, read_slice
@@ -27,6 +28,7 @@ _blank_reported: set[tuple[str, str]] = set()
 _blank_lock = threading.Lock()
 
 PartitionFilter = Callable[[dict[str, str]], bool] | Mapping[str, "str | list[str]"]
+MergeTypeArg = Literal["payload_combine", "skip_merge"]
 
 
 def _partition_predicate(table: HudiTable, pf: PartitionFilter | None) -> Callable[[str], bool] | None:
@@ -37,7 +39,7 @@ def _partition_predicate(table: HudiTable, pf: PartitionFilter | None) -> Callab
     wanted = {k: {v} if isinstance(v, str) else set(map(str, v)) for k, v in pf.items()}
     unknown = set(wanted) - set(table.config.partition_fields)
     if unknown:
-        raise HudiStreamingError(f"{table.url}: partition filter names {sorted(unknown)}, not partition fields "
+        raise OptionError(f"{table.url}: partition filter names {sorted(unknown)}, not partition fields "
                           f"{table.config.partition_fields}")
     return lambda path: all(table.partition_values(path).get(k) in v for k, v in wanted.items())
 
@@ -128,20 +130,50 @@ def plan_slices(table: HudiTable, *, as_of: str | None = None, start: str | None
     return slices, max_instant, rng
 
 
-def read_table(url: str, columns: list[str] | None = None, as_of: str | None = None, read_optimized: bool = False,
-               start: str | None = None, end: str | None = None, partition_filter: PartitionFilter | None = None,
-               storage_options: dict | None = None, merge_type: str = "payload_combine") -> pa.Table:
-    """Read a Hudi table into one Arrow table (see the module docstring for the query kinds)."""
+def read_table(url: str, *, columns: list[str] | None = None, as_of: str | None = None,
+               read_optimized: bool = False, start: str | None = None, end: str | None = None,
+               partition_filter: PartitionFilter | None = None, storage_options: dict | None = None,
+               merge_type: MergeTypeArg | MergeType = MergeType.PAYLOAD_COMBINE) -> pa.Table:
+    """The rows of the Hudi table at ``url`` as one Arrow table: a snapshot (the latest, or as of an instant), a
+    read-optimized read, or an incremental read of an instant range (see the module docstring).
+
+    Parameters:
+        url: the table's root folder (local path or fsspec URL such as ``s3://bucket/table``).
+        columns: the columns to return, in that order; None returns every column of the table, Hudi's
+            ``_hoodie_*`` meta columns first.
+        as_of: a snapshot as of this instant time (``yyyyMMddHHmmss[SSS]``, a requested time): the writes up to
+            it, merged; None reads the latest. An incremental read (``start`` or ``end`` given) takes only the
+            table's columns as of it.
+        read_optimized: read the base files only, without merging their log files (faster; a merge-on-read
+            table's latest writes are left out until they are compacted).
+        start: an incremental read of the writes after this instant, exclusive (a completion time on table
+            versions 8/9, a requested time on 6), returning the latest value of each record they wrote.
+        end: an incremental read of the writes up to this instant, inclusive, likewise.
+        partition_filter: the partitions to read: partition field -> the value or values to keep, or a function
+            of a partition's ``{field: value}`` that returns whether to read it.
+        storage_options: fsspec options for the table's store (credentials, endpoint, ...).
+        merge_type: ``"payload_combine"`` merges each record's versions by the table's merge rules (Hudi's
+            default); ``"skip_merge"`` returns each file slice's base rows and then its log records (deletes left
+            out), unmerged.
+
+    Raises :class:`OptionError` for a bad argument (an unknown column, a partition filter naming fields that
+    are not partition fields, an unknown ``merge_type``), :class:`DataLossError` when an incremental read needs
+    files the cleaner removed.
+    """
+    try:
+        merge = MergeType(merge_type)
+    except ValueError:
+        raise OptionError(f"read_table: merge_type={merge_type!r}; use 'payload_combine' or 'skip_merge'") from None
     table = HudiTable(url, storage_options)
     full = table.arrow_schema(as_of)
     if columns is not None:
         unknown = [c for c in columns if c not in full.names]
         if unknown:
-            raise HudiStreamingError(f"{url}: unknown columns {unknown}; the table has {full.names}")
+            raise OptionError(f"{url}: unknown columns {unknown}; the table has {full.names}")
     slices, max_instant, rng = plan_slices(table, as_of=as_of, start=start, end=end,
                                            partition_filter=partition_filter)
-    req = SliceRead(table, read_schema(table, full, columns, rng is not None), max_instant, rng,
-                    MergeType(merge_type), read_optimized)
+    req = SliceRead(table, read_schema(table, full, columns, rng is not None), max_instant, rng, merge,
+                    read_optimized)
     parts = [read_slice(req, s) for s in slices]
     out = pa.concat_tables(parts) if parts else req.schema.empty_table()
     out = out.select(columns if columns is not None else [c for c in full.names])

@@ -10,7 +10,6 @@ order — because the streaming consumer resumes a slice by skipping the first N
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import enum
 import json
 from collections.abc import Iterator
@@ -22,18 +21,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidTableContentError
 from .base_file import open_base_file
 from .config import OVERWRITE_WITH_LATEST, TableConfig
 from .fs_view import FileSlice
-from .logfile.blocks import decode_data_block, decode_delete_block
+from .logfile.blocks import decode_data_block
+from .logfile.delete_records import delete_rows
 from .logfile.format import BlockType, HeaderKey, LogBlock
 from .merge import BaseMerge, LogRecords, MergeRules, commit_time_deletes, merge_with_base
 from .scanner import InstantRange, ScanStats, scan_blocks, timed, timed_steps
 from .spill import DEFAULT_BUDGET_BYTES, SpillBuffer
-from .table import COMMIT_TIME, IS_DELETED, OPERATION, RECORD_KEY, HudiTable
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+from .table import IS_DELETED, OPERATION, RECORD_KEY, HudiTable
 
 
 class MergeType(str, enum.Enum):
@@ -306,7 +303,7 @@ def _filter_range(req: SliceRead, t: pa.Table) -> pa.Table:
 
 def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None) -> LogRecords | None:
     """All counted log records of a slice as one aligned table plus the per-record merge flags."""
-    schema = req.schema
+    schema, cfg = req.schema, req.table.config
     buffer = SpillBuffer(req.memory_budget)
     keys, ordering, is_delete, ctd, from_block, absent_cols = [], [], [], [], [], {}
     partial_rows: list[tuple[int, int, set[str]]] = []
@@ -315,7 +312,10 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
     offset = 0
     for block in blocks:
         if block.type is BlockType.DELETE:
-            t, d, c = _delete_table(req, block)
+            rows, c = delete_rows(block, schema, cfg.record_key_fields, cfg.ordering_fields,
+                                  lambda: _table_avro_schema(req))
+            t = align(rows, schema)
+            d = np.ones(t.num_rows, bool)
             o = req.ordering_arrays(t)
             from_block.append(np.ones(t.num_rows, bool))
         else:
@@ -329,7 +329,7 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
             from_block.append(np.zeros(t.num_rows, bool))
             if block.header.get(HeaderKey.IS_PARTIAL, "").lower() == "true":
                 partial_rows.append((offset, t.num_rows, set(raw.column_names)))
-            if req.table.config.nulls_keep_values:
+            if cfg.nulls_keep_values:
                 null_rows.append((offset, _null_fields(t, d)))
         buffer.append(t)
         keys.append(req.key_array(t))
@@ -378,63 +378,8 @@ def _deleted_flags(t: pa.Table) -> np.ndarray:
     return flags
 
 
-def _delete_table(req: SliceRead, block: LogBlock) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-    """A delete block as rows: key, partition path and ordering value set, everything else null."""
-    dr = decode_delete_block(block)
-    n = len(dr.record_keys)
-    cols = {}
-    cfg = req.table.config
-    if RECORD_KEY in req.schema.names:
-        cols[RECORD_KEY] = pa.array(dr.record_keys, pa.string())
-    if "_hoodie_partition_path" in req.schema.names:
-        cols["_hoodie_partition_path"] = pa.array(dr.partition_paths, pa.string())
-    if COMMIT_TIME in req.schema.names:
-        cols[COMMIT_TIME] = pa.array([block.instant_time] * n, pa.string())
-    if len(cfg.record_key_fields) == 1 and cfg.record_key_fields[0] in req.schema.names and RECORD_KEY not in cols:
-        f = req.schema.field(cfg.record_key_fields[0])
-        cols[f.name] = pa.array(dr.record_keys, pa.string()).cast(f.type)
-    for name in cfg.ordering_fields[:1]:
-        if name in req.schema.names:
-            ftype = req.schema.field(name).type
-            values = [None if is_ct else v for v, is_ct in zip(dr.ordering_values, dr.ordering_is_commit_time)]
-            if pa.types.is_timestamp(ftype) and any(kind in ("int", "long") for kind in dr.ordering_kinds):
-                values = _raw_timestamps(values, dr.ordering_kinds, _avro_timestamp_unit(req, name))
-            cols[name] = _delete_ordering(block, name, values, ftype)
-    t = align(pa.table(cols) if cols else pa.table({"_": pa.nulls(n)}), req.schema)
-    return t, np.ones(n, bool), np.asarray(dr.ordering_is_commit_time, dtype=bool)
-
-
-def _raw_timestamps(values: list, kinds: list[str | None], unit: str) -> list:
-    """Delete ordering values of a timestamp field as datetimes: an Int/LongWrapper holds the raw Avro long in
-    the field's own unit. That is what Hudi writes by default: ``HoodieAvroUtils.convertValueForAvroLogicalTypes``
-    turns a timestamp into ``java.sql.Timestamp`` (TimestampMicrosWrapper) only with
-    ``consistentLogicalTimestampEnabled``, and otherwise leaves the record's Long as it is."""
-    step = dt.timedelta(milliseconds=1) if unit == "ms" else dt.timedelta(microseconds=1)
-    return [_EPOCH + v * step if kind in ("int", "long") and v is not None else v for v, kind in zip(values, kinds)]
-
-
-def _avro_timestamp_unit(req: SliceRead, name: str) -> str:
-    """``"ms"`` or ``"us"``: the unit of timestamp field ``name`` in the table's Avro schema. The create schema
+def _table_avro_schema(req: SliceRead) -> dict | None:
+    """The table's Avro schema, for the unit of a timestamp ordering field in delete blocks: the create schema
     answers without the timeline (Hudi assumes an ordering field keeps its type, HUDI-8682)."""
     text = req.table.config.create_schema
-    avro = json.loads(text) if text else req.table.avro_schema(req.max_instant)
-    for f in (avro or {}).get("fields", []):
-        if f.get("name") == name:
-            branches = f["type"] if isinstance(f["type"], list) else [f["type"]]
-            logical = next((b.get("logicalType", "") for b in branches if isinstance(b, dict)), "")
-            return "ms" if logical.endswith("millis") else "us"
-    return "us"
-
-
-def _delete_ordering(block: LogBlock, name: str, values: list, ftype: pa.DataType) -> pa.Array:
-    """A delete block's ordering values as the ordering field's type, so that the merge compares them with the
-    records' values in that type's order (Hudi compares the unwrapped Java values with the records').
-
-    The cast is a safe one: a value the field cannot hold (a decimal past its precision, a timestamp finer than
-    its unit, an int64 past int32) is an error naming the block, never a rounded or wrapped value.
-    """
-    try:
-        return pa.array(values).cast(ftype)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-        raise InvalidTableContentError(f"{block.where()}: delete ordering values of {name!r} do not fit its type "
-                                       f"{ftype}: {e}") from None
+    return json.loads(text) if text else req.table.avro_schema(req.max_instant)

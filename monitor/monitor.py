@@ -8,35 +8,30 @@ of the cursor. Compaction and clustering rewrite rows without changing them and 
 (they still move the cursor). Splits are one per latest merged file slice of each file group an instant
 wrote, restricted by the partition filter, in (partition, file id) order.
 
-Each split carries ``est_rows``, an upper bound of the rows reading it yields in the stream's read mode (the
-driver's row limit relies on it, see ``streaming.driver.admit``), and ``est_bytes``, the exact size of the
-files reading it opens (:func:`row_bound`, :meth:`StreamMonitor._slice_rows`).
+Each split carries ``est_rows``, an upper bound of the rows reading it yields in the stream's read mode
+(:mod:`.row_bounds`; the driver's row limit relies on it, see ``streaming.driver.admit``), and ``est_bytes``,
+the exact size of the files reading it opens.
 """
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import posixpath
-import struct
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import DataLossError
-from ..hoodie.base_file import base_file_rows
 from ..hoodie.fs_view import FileSlice, FileSystemView
-from ..hoodie.logfile.blocks import decode_data_block, decode_delete_block
-from ..hoodie.logfile.format import BlockType, LogBlock, parse_log_file_name
-from ..hoodie.logfile.reader import read_log_file
 from ..hoodie.read import planned_metadata
 from ..hoodie.storage import FileInfo
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import Action, TimelineEntry
-from ..hoodie.timeline.metadata import WriteStat
+from .row_bounds import file_rows, row_bound, slice_rows
 from .schema_check import check_instant_schema
 from .split import LogRef, PriorSlice, Split
 
@@ -194,7 +189,7 @@ class StreamMonitor:
         view = self.table.file_system_view()
         slices = [s for s in view.latest_merged_slices(last.requested_time) if self._keep(s.partition)]
         with ThreadPoolExecutor(_FOOTER_READERS) as pool:  # a footer and the logs per slice: I/O bound
-            bounds = list(pool.map(self._slice_rows, slices))
+            bounds = list(pool.map(functools.partial(slice_rows, self.table.storage), slices))
         splits = [self.split_of(s, None, max(e.requested_time for e in done), est_rows=rows)
                   for s, rows in zip(slices, bounds)]
         return Plan(cursor=self.cursor_of(last), splits=splits, instants=done, snapshot=True, blocked_by=blocked)
@@ -233,7 +228,8 @@ class StreamMonitor:
                 found.add((s.partition, s.file_id))
                 self._check_readable(s, writes)
                 instants = sorted({t for t, _ in writes})
-                bound = row_bound(s, [st for _, st in writes], self.options.changelog, self._file_rows)
+                bound = row_bound(s, [st for _, st in writes], self.options.changelog,
+                                  functools.partial(file_rows, self.table.storage))
                 split = self.split_of(s, instants, max_instant, est_rows=bound)
                 if s.base_instant in instants:
                     if written is None:
@@ -377,86 +373,15 @@ class StreamMonitor:
                           max_instant=written[i - 1])
 
     def split_of(self, s: FileSlice, instants: list[str] | None, max_instant: str, est_rows: int | None) -> Split:
-        """The split of file slice ``s``; ``est_rows`` None: every row of the slice (:meth:`_slice_rows`)."""
+        """The split of file slice ``s``; ``est_rows`` None: every row of the slice (:func:`slice_rows`)."""
         if est_rows is None:
-            est_rows = self._slice_rows(s)
+            est_rows = slice_rows(self.table.storage, s)
         return Split(partition=s.partition, file_id=s.file_id, base_instant=s.base_instant,
                      base_path=s.base_file.path if s.base_file else None,
                      base_size=s.base_file.size if s.base_file else 0,
                      logs=[LogRef(path=lf.path, size=lf.size) for lf in s.log_files],
                      instants=instants, max_instant=max_instant, est_rows=est_rows, est_bytes=s.size)
 
-    def _slice_rows(self, s: FileSlice) -> int:
-        """An upper bound of the rows a whole file slice yields (a snapshot split, or every row of a replaced file
-        group as a delete): its base file's row count (its footer) plus every record of its log files."""
-        return (self._file_rows(s.base_file.path) if s.base_file else 0) + sum(self._file_rows(lf.path)
-                                                                                  for lf in s.log_files)
-
-    def _file_rows(self, path: str) -> int:
-        """Records in one data file, read from the file: a base file's footer row count, or a log file's data
-        and delete records (every block, rolled back or not: an upper bound). 0 for a file that is gone —
-        the split's reader reports that as data loss."""
-        storage = self.table.storage
-        try:
-            if parse_log_file_name(posixpath.basename(path)) is None:
-                return base_file_rows(storage, path)
-            return sum(_block_records(b) for b in read_log_file(storage, path))
-        except FileNotFoundError:
-            return 0
-
 
 #: threads reading footers and log files to bound a snapshot's splits
 _FOOTER_READERS = 8
-_I32_PAIR = struct.Struct(">ii")
-
-
-def _block_records(block: LogBlock) -> int:
-    """Records in one log block (0 for commands and corrupt blocks, which add no rows)."""
-    try:
-        if block.type in (BlockType.AVRO_DATA, BlockType.CDC_DATA) and len(block.content) >= 8:
-            version, count = _I32_PAIR.unpack_from(block.content)
-            if version >= 2:  # version 1 has no record count
-                return count
-        if block.type is BlockType.PARQUET_DATA:
-            return pq.ParquetFile(pa.BufferReader(block.content)).metadata.num_rows
-        if block.type is BlockType.DELETE:
-            return len(decode_delete_block(block))
-        return decode_data_block(block).num_rows if block.is_data else 0
-    except Exception:  # noqa: BLE001 - a block the reader cannot decode fails the read itself, with the reason
-        return 0
-
-
-def row_bound(s: FileSlice, stats: list[WriteStat], changelog: bool, file_rows) -> int:
-    """An upper bound of the rows an incremental split of slice ``s`` yields, from the write stats of its range.
-
-    Per stat: ``data`` records written (a log file: ``numWrites``, every record it holds; a base file the range
-    wrote: ``numInserts + numUpdateWrites`` when they account for its records, as Hudi's merge handle counts
-    them, else ``numWrites``, the whole file), and ``numDeletes``. Upsert mode yields at most one row per
-    written record and per delete; rows that were also in the range's new base file number at most its
-    records. Changelog mode adds one pre-image per update (``numUpdateWrites``, or every written record when
-    the stats' inserts and updates do not add up to its records). A stat that counts nothing for a file it
-    wrote (a writer that leaves the counters out) is replaced by the file's own record count
-    (``file_rows(path)``; every file of the slice when the stat names none), taken twice in changelog mode.
-    """
-    data = pre = deletes = 0
-    base_rows: int | None = None
-    log_data = 0
-    for st in stats:
-        is_log = st.path is not None and parse_log_file_name(posixpath.basename(st.path)) is not None
-        if st.num_writes + st.num_deletes == 0:  # nothing counted: count the file (deletes too)
-            d = records = file_rows(st.path) if st.path else sum(file_rows(f) for f in s.files)
-            pre += d
-        else:
-            classified = st.num_inserts + st.num_update_writes
-            d = st.num_writes if is_log or not 0 < classified <= st.num_writes else classified
-            records = st.num_writes
-            pre += st.num_update_writes if classified == d else d
-            deletes += st.num_deletes
-        data += d
-        if is_log:
-            log_data += d
-        elif s.base_file is not None and st.path == s.base_file.path:
-            base_rows = records
-    if changelog:
-        return data + pre + deletes
-    return (data if base_rows is None else min(data, base_rows + log_data)) + deletes

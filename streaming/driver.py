@@ -151,7 +151,7 @@ def admit(pending: list[PlannedSplit], seq: int, rec: int, limit: BatchLimit) ->
     Whole splits are taken while every limit allows. A split whose remaining rows (its row bound minus the
     records already delivered) do not fit the row budget ends the batch inside it, at record ``skip + budget``:
     the reader yields at most that range, so a batch never delivers more than ``max_rows`` rows — as long as
-    the splits' ``est_rows`` bound their rows, which the planner makes them do (``monitor.row_bound``). Where
+    the splits' ``est_rows`` bound their rows, which the planner makes them do (``monitor.row_bounds.row_bound``). Where
     a bound exceeds the rows a split really yields, a cut may lie past its end: that batch delivers fewer rows
     and the next one starts past the end, reads nothing more of the split, and goes on with the next (its
     remaining bound is ``est_rows - rec``, and a split with nothing left is taken whole, reading no rows). So

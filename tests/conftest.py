@@ -1,12 +1,16 @@
 """Shared test fixtures: the real Hudi tables and log files in ``tests/data``, unzipped unchanged."""
 from __future__ import annotations
 
+import inspect
+import re
 import subprocess
 import sys
 import sysconfig
+import types
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 
@@ -102,3 +106,182 @@ def wheel_venv(wheel):
         return Venv(path, python, site)
 
     return make
+
+
+# --- markers: spark, s3, slow (registered in pyproject.toml) ----------------------------------------------------
+#
+# `-m "not spark and not s3 and not slow"` is the fast part of the suite. A test is marked here by what it reaches:
+# its own function, the fixtures it gets (autouse ones included) and the test-side code they call (functions and
+# classes of modules in tests/, followed through their names), never hudi_streaming's own code.
+#
+# * spark: the session's `spark` fixture, or code that starts Spark or a JVM: a SparkSession (the name, in code or
+#   as `SparkSession.builder` in a script given to a subprocess), local_spark, the e2e harness's Driver (a job
+#   with Spark's JVM), a script of tests/ that makes a SparkSession, named as a path (stream_driver.py,
+#   cluster_job.py, the Hudi oracle's writer_job.py), or a launcher as a program name (spark-submit, spark-class,
+#   start-connect-server.sh, java, docker: the compose stack runs Spark in its containers).
+# * s3: the local S3 server (s3_server.S3Server, moto) or the fault proxy in front of it (s3_fault_proxy).
+# * slow: the tests of SLOW below: a test, or a parametrized matrix taken as one test (all its cases), measured
+#   above ~5 s on two cores (`--durations=0 -p no:randomly -m "not spark and not s3"`, summed per function).
+# A module wholly of one kind says so itself (`pytestmark = pytest.mark.spark`); these rules catch the others.
+
+TESTS = Path(__file__).resolve().parent
+SPARK_NAMES = frozenset({"SparkSession", "local_spark"})
+SPARK_OBJECTS = frozenset({("harness", "Driver"), ("hudi_streaming.streaming.local_spark", "local_spark"),
+                           ("pyspark.sql.session", "SparkSession")})
+SPARK_PROGRAM = re.compile(r"(?:^|/)(?:spark-submit|spark-class|spark-shell|start-connect-server\.sh|java|docker|"
+                           r"docker-compose)$")
+SPARK_SCRIPT = re.compile(r"\bSparkSession\s*\.\s*builder\b")
+SPARK_FILE = re.compile(r"\bSparkSession\b|\blocal_spark\b")
+S3_MODULES = frozenset({"s3_server", "s3_fault_proxy"})
+#: module -> test functions (all their cases) above ~5 s, with the seconds measured (2 cores, load average 5-8);
+#: "*": the whole module. test_log_fuzz and test_writer_crash are slow as a whole and say so themselves
+SLOW: dict[str, set[str]] = {
+    "test_min_rows_per_trigger": {"*"},  # 28 s and 10 s: waits for trigger delays
+    "test_read_changes": {"test_read_changes_equals_the_stream"},  # 155 s, 139 tables
+    "test_hudi_oracle": {"test_stream_restarted_between_steps_rebuilds_hudi_snapshots",  # 52 s, 86 configurations
+                         "test_snapshot_and_incremental_reads_equal_hudi"},  # 40 s, 86 configurations
+    "test_split_pieces": {"test_a_split_streamed_in_pieces_delivers_the_same_changes_and_resumes_anywhere"},  # 46 s
+    "test_writer": {"test_writes_and_services_read_the_same_everywhere"},  # 28 s, 8 cases of 2-5 s
+    "test_ordering_matrix": {"test_ordering_matrix"},  # 13 s
+    "test_log_codec": {"test_bit_flips_are_caught_by_framing_or_stay_inside_one_block"},  # 8 s
+    "test_hudi_rs_oracle": {"test_snapshot_as_of_matches_hudi_rs"},  # 7 s
+    "test_packaging": {"test_the_wheel_has_exactly_two_top_level_names"},  # 6 s: builds the wheel
+}
+
+_is_test_side: dict[str, bool] = {}
+_found: dict[int, tuple[set[str], list]] = {}
+
+
+def _test_side(module_name: str | None) -> bool:
+    """Whether a module is one of tests/ (the test-side code followed), not the package's or a library's."""
+    if module_name is None:
+        return False
+    if module_name not in _is_test_side:
+        file = getattr(sys.modules.get(module_name), "__file__", None)
+        _is_test_side[module_name] = file is not None and Path(file).resolve().is_relative_to(TESTS)
+    return _is_test_side[module_name]
+
+
+_spark_files: dict[Path, bool] = {}
+
+
+def _starts_spark(text: str, folder: Path | None) -> bool:
+    """Whether a string of test-side code launches Spark: a launcher, a script making a SparkSession, or the path
+    of a script of tests/ that does (``folder``: where a bare file name is looked for, the code's module's)."""
+    if SPARK_PROGRAM.search(text) or SPARK_SCRIPT.search(text):
+        return True
+    if not text.endswith(".py") or "\n" in text or folder is None:
+        return False
+    path = (folder / text).resolve()
+    if path not in _spark_files:
+        _spark_files[path] = (path.is_relative_to(TESTS) and path.is_file()
+                              and SPARK_FILE.search(path.read_text(errors="replace")) is not None)
+    return _spark_files[path]
+
+
+def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from _codes(c)
+
+
+def _strings(code: types.CodeType) -> list[str]:
+    """A code object's string constants but its docstring."""
+    consts = code.co_consts
+    flag = getattr(inspect, "CO_HAS_DOCSTRING", None)
+    has_doc = bool(code.co_flags & flag) if flag is not None else bool(consts) and isinstance(consts[0], str)
+    return [c for c in consts[1 if has_doc else 0:] if isinstance(c, str)]
+
+
+def _classify(obj: object) -> tuple[set[str], list]:
+    """(markers obj's own code calls for, the test-side functions and classes it uses), once per object."""
+    key = id(obj)
+    if key in _found:
+        return _found[key]
+    kinds: set[str] = set()
+    uses: list = []
+    _found[key] = (kinds, uses)  # before following: cycles end here
+
+    def consider(o: object) -> None:
+        module, name = getattr(o, "__module__", None), getattr(o, "__qualname__", None)
+        if isinstance(o, (str, PurePath)):  # a module's constant: a script, a path
+            if _starts_spark(str(o), folder):
+                kinds.add("spark")
+        elif (module, name) in SPARK_OBJECTS:
+            kinds.add("spark")
+        elif module in S3_MODULES and isinstance(o, type):
+            kinds.add("s3")
+        elif isinstance(o, (types.FunctionType, type)) and _test_side(module):
+            uses.append(o)
+
+    folder = None
+    if isinstance(obj, type):
+        for base in obj.__mro__[1:]:
+            consider(base)
+        for attr in vars(obj).values():
+            attr = getattr(attr, "__func__", attr)  # staticmethod, classmethod
+            if isinstance(attr, property):
+                uses.extend(f for f in (attr.fget, attr.fset, attr.fdel) if f is not None)
+            elif isinstance(attr, types.FunctionType):
+                uses.append(attr)
+    elif isinstance(obj, types.FunctionType):
+        g = obj.__globals__
+        folder = Path(g["__file__"]).parent if g.get("__file__") else None
+        for code in _codes(obj.__code__):
+            names = code.co_names
+            if SPARK_NAMES.intersection(names):
+                kinds.add("spark")
+            if any(_starts_spark(s, folder) for s in _strings(code)):
+                kinds.add("spark")
+            modules = []
+            for n in names:
+                o = g.get(n)
+                if isinstance(o, types.ModuleType):
+                    if _test_side(o.__name__):
+                        modules.append(o)
+                elif o is not None:
+                    consider(o)
+            for m in modules:  # module.attr: the attribute names are among the code's names too
+                for n in names:
+                    if n in vars(m):
+                        consider(vars(m)[n])
+        for cell in obj.__closure__ or ():
+            try:
+                consider(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+    return kinds, uses
+
+
+def reached_kinds(item: pytest.Item) -> set[str]:
+    """The markers the code an item reaches calls for (see the section's comment)."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs if info is not None else {}
+    kinds = {"spark"} if "spark" in defs else set()
+    todo = [getattr(item.obj, "__func__", item.obj)] if hasattr(item, "obj") else []
+    todo += [fd[-1].func for fd in defs.values() if fd]
+    seen: set[int] = set()
+    while todo:
+        o = todo.pop()
+        o = getattr(o, "__func__", o)
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        own, uses = _classify(o)
+        kinds |= own
+        todo += uses
+    return kinds
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        mod = getattr(item, "module", None)
+        module = mod.__name__.rpartition(".")[2] if mod is not None else ""
+        kinds = reached_kinds(item)
+        slow = SLOW.get(module, set())
+        if "*" in slow or getattr(item, "originalname", item.name) in slow:
+            kinds.add("slow")
+        for kind in sorted(kinds - {m.name for m in item.iter_markers()}):
+            item.add_marker(kind)

@@ -55,7 +55,8 @@ def _expected(ops) -> list[tuple]:
 def test_changelog_delivers_each_change_once_with_pre_images(version, table_type, tmp_path):
     """On copy-on-write tables every update rewrites the base file: the earlier state is the prior slice."""
     table = str(tmp_path / "table")
-    w = create_table(table, "changes", SCHEMA, "id", [], "ts", table_type=table_type, version=version)
+    w = create_table(table, "changes", SCHEMA, record_key="id", ordering_field="ts", table_type=table_type,
+                     version=version)
     reader = None
     delivered, instant_step = [], {}
     for step, (op, items) in enumerate(SCENARIO):
@@ -84,7 +85,8 @@ def test_changelog_delivers_each_change_once_with_pre_images(version, table_type
 def test_upsert_mode_marks_inserts_and_updates_by_the_earlier_state(tmp_path):
     """Upsert mode carries no pre-images, but an update is still told from an insert across log-only history."""
     table = str(tmp_path / "table")
-    w = create_table(table, "kinds", SCHEMA, "id", [], "ts", table_type="MERGE_ON_READ", version=9)
+    w = create_table(table, "kinds", SCHEMA, record_key="id", ordering_field="ts", table_type="MERGE_ON_READ",
+                     version=9)
     w.upsert(pa.table({"id": ["k0", "k1"], "ts": [0, 0], "v": ["a", "a"]}, schema=SCHEMA))
     reader = make_reader(table, str(tmp_path / "state"), emitDeletes="true")
     first = run_batches(reader)
@@ -122,7 +124,8 @@ def test_prior_slice_cleaned_before_the_read(emit_deletes, tmp_path, caplog):
     from hudi_streaming.errors import DataLossError
 
     table = str(tmp_path / "table")
-    w = create_table(table, "prior", SCHEMA, "id", [], "ts", table_type="COPY_ON_WRITE", version=9)
+    w = create_table(table, "prior", SCHEMA, record_key="id", ordering_field="ts", table_type="COPY_ON_WRITE",
+                     version=9)
     w.upsert(pa.table({"id": ["k0", "k1"], "ts": [0, 0], "v": ["a", "a"]}, schema=SCHEMA))
     reader = make_reader(table, str(tmp_path / "state"), emitDeletes=str(emit_deletes).lower())
     run_batches(reader)
@@ -145,7 +148,8 @@ def test_prior_slice_cleaned_before_the_read(emit_deletes, tmp_path, caplog):
 
 def _write_scenario(table: str, version: int = 9) -> dict[str, int]:
     """The whole scenario written at once; instant → step."""
-    w = create_table(table, "changes", SCHEMA, "id", [], "ts", table_type="MERGE_ON_READ", version=version)
+    w = create_table(table, "changes", SCHEMA, record_key="id", ordering_field="ts", table_type="MERGE_ON_READ",
+                     version=version)
     instant_step = {}
     for step, (op, items) in enumerate(SCENARIO):
         if op == "upsert":

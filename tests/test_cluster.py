@@ -39,6 +39,8 @@ from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
 from verify import apply_upserts, delivered, state_differences  # noqa: E402
 
+pytestmark = pytest.mark.spark
+
 COMPOSE = REPO / "docker" / "compose.yaml"
 JOB = Path(__file__).resolve().parent / "cluster_job.py"
 SPARK_HOME = Path(pyspark.__file__).parent

@@ -17,6 +17,8 @@ import compare  # noqa: E402
 from fixture import HudiFixture  # noqa: E402
 from generate import generate  # noqa: E402
 
+pytestmark = pytest.mark.spark
+
 #: one table per Hudi writer (1.2 writing v9, 0.15 writing v6) and a CDC table
 LIVE = ["mor_v9_basic", "mor_v6_015_basic", "cow_v9_cdc"]
 

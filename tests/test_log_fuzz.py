@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import fastavro
 import numpy as np
+import pytest
 from conftest import LOG_FILES, TABLE_ZIPS
 
 from hudi_streaming.errors import CorruptFileError, HudiStreamingError
@@ -39,6 +40,8 @@ from hudi_streaming.hoodie.logfile.blocks import decode_data_block, decode_delet
 from hudi_streaming.hoodie.logfile.format import BlockType, HeaderKey, LogBlock, parse_log_file_name
 from hudi_streaming.hoodie.logfile.reader import iter_blocks
 from hudi_streaming.hoodie.logfile.writer import encode_block
+
+pytestmark = pytest.mark.slow
 
 #: Damaged variants of each file per run (the issue asks for at least 1,000).
 VARIANTS_PER_FILE = 1000

@@ -375,7 +375,8 @@ def test_ordering_matrix(tmp_path, monkeypatch, request, version, mode, otype, c
     path = str(tmp_path / "t")
     schema = pa.schema([("k", pa.string()), ("o", otype.arrow), ("v", pa.string()),
                         ("_hoodie_is_deleted", pa.bool_())])
-    w = create_table(path, "ord", schema, "k", (), "o", version=version, merge_mode=mode, auto_recover=False)
+    w = create_table(path, "ord", schema, record_key="k", ordering_field="o", version=version, merge_mode=mode,
+                     auto_recover=False)
     avro_type = next(f["type"][1] for f in w.avro["fields"] if f["name"] == "o")
     if otype.name.startswith("timestamp"):  # the field has the named Avro type (read back as micros either way)
         assert avro_type["logicalType"] == otype.name
@@ -397,7 +398,7 @@ def test_ordering_matrix(tmp_path, monkeypatch, request, version, mode, otype, c
 
 def _decimal_table(path: str, precision: int, scale: int) -> tuple[HudiWriter, pa.Schema]:
     schema = pa.schema([("k", pa.string()), ("o", pa.decimal128(precision, scale)), ("v", pa.string())])
-    return create_table(path, "dec", schema, "k", (), "o"), schema
+    return create_table(path, "dec", schema, record_key="k", ordering_field="o"), schema
 
 
 def test_delete_ordering_value_the_field_cannot_hold_is_an_error(tmp_path, monkeypatch):

@@ -48,7 +48,7 @@ def clock(monkeypatch) -> Clock:
 def _caught_up(tmp_path, interval: str) -> tuple[StreamDriver, list[int], object, dict]:
     """A v9 MOR table with one commit, a driver that has planned it and polled once more (caught up), a
     counter of its timeline listings, the writer, and the offset the stream is at."""
-    writer = create_table(str(tmp_path / "table"), "t", SCHEMA, "key", (), "ts")
+    writer = create_table(str(tmp_path / "table"), "t", SCHEMA, record_key="key", ordering_field="ts")
     writer.upsert(_rows(range(3), 1))
     opts = parse_options({"path": str(tmp_path / "table"), "stateLocation": str(tmp_path / "state"),
                           "pollIntervalSeconds": interval})

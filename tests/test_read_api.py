@@ -41,13 +41,22 @@ def test_partition_filter_dict_and_callable(unzip_fixture):
 
 
 def test_partition_filter_on_unknown_field_is_an_error(unzip_fixture):
-    with pytest.raises(hudi_streaming.HudiStreamingError, match="not partition fields"):
+    with pytest.raises(hudi_streaming.OptionError, match="not partition fields"):
         hoodie.read_table(str(unzip_fixture(V9).table), partition_filter={"country": "x"})
 
 
 def test_unknown_column_is_an_error_listing_the_columns(unzip_fixture):
-    with pytest.raises(hudi_streaming.HudiStreamingError, match="unknown columns.*nope.*txn_id"):
+    with pytest.raises(hudi_streaming.OptionError, match="unknown columns.*nope.*txn_id"):
         hoodie.read_table(str(unzip_fixture(V9).table), columns=["txn_id", "nope"])
+
+
+def test_options_are_keyword_only_and_checked(unzip_fixture):
+    url = str(unzip_fixture(V9).table)
+    with pytest.raises(TypeError):
+        hoodie.read_table(url, ["txn_id"])  # options are keyword-only
+    with pytest.raises(hudi_streaming.OptionError, match="merge_type"):
+        hoodie.read_table(url, merge_type="latest")
+    assert hoodie.read_table(url, merge_type="skip_merge").num_rows >= hoodie.read_table(url).num_rows
 
 
 def test_output_is_deterministic(unzip_fixture):

@@ -98,7 +98,8 @@ def _large_base_table(path: Path, rows: int, payload_bytes: int) -> Path:
     def batch(keys: range, ts: int) -> pa.Table:
         return pa.table({"uuid": [f"k{k:06d}" for k in keys], "ts": [ts] * len(keys),
                          "payload": [rng.randbytes(payload_bytes // 2).hex() for _ in keys]}, schema=schema)
-    writer = create_table(str(path), "large_base", schema, "uuid", [], "ts", table_type="MERGE_ON_READ", version=9)
+    writer = create_table(str(path), "large_base", schema, record_key="uuid", ordering_field="ts",
+                          table_type="MERGE_ON_READ", version=9)
     writer.insert(batch(range(rows), 1))
     writer.upsert(batch(range(0, rows, 100), 2))
     (base,) = (p for p in path.rglob("*.parquet") if ".hoodie" not in p.parts)

@@ -32,8 +32,8 @@ def _rows(batches) -> list[dict]:
 
 def _new_table(table: str):
     """An empty MOR table with small file groups, so that steps touch several."""
-    return create_table(table, "opts", SCHEMA, "id", [], "ts", table_type="MERGE_ON_READ", version=9,
-                        max_file_records=4)
+    return create_table(table, "opts", SCHEMA, record_key="id", ordering_field="ts", table_type="MERGE_ON_READ",
+                        version=9, max_file_records=4)
 
 
 def _upserts(writer, steps: list[dict[str, str]], first: int = 0) -> list[str]:

@@ -22,6 +22,8 @@ from harness import Driver, live_writer  # noqa: E402
 from reveal import TimelineReveal  # noqa: E402
 from verify import apply_upserts, change_feed, delivered, duplicates, feed, state_differences  # noqa: E402
 
+pytestmark = pytest.mark.spark
+
 
 def run_with_kills(table: Path, work: Path, options: dict, kills: int, seed: int, advance, finish) -> None:
     """Kill and restart the stream ``kills`` times while ``advance()`` changes the table, then drain it."""

@@ -200,8 +200,8 @@ def test_writes_and_services_read_the_same_everywhere(tmp_path, monkeypatch, ver
     path = str(tmp_path / "t")
     mor = table_type == "MERGE_ON_READ"
     event = mode == "EVENT_TIME_ORDERING"
-    w = create_table(path, "scenario", SCHEMA, "key", "part", "ts", table_type=table_type, version=version,
-                     merge_mode=mode, max_file_records=12)
+    w = create_table(path, "scenario", SCHEMA, record_key="key", partition_fields="part", ordering_field="ts",
+                     table_type=table_type, version=version, merge_mode=mode, max_file_records=12)
     gen = LoadGenerator(None, keys=60, partitions=3, seed=version, batch=16, merge_mode=mode, delete_every=4,
                         late_share=0.25)
     model = Model(event)
@@ -289,7 +289,8 @@ def test_writes_and_services_read_the_same_everywhere(tmp_path, monkeypatch, ver
 def test_properties_timeline_and_file_names(tmp_path, version):
     path = str(tmp_path / "t")
     schema = pa.schema([("id", pa.int64()), ("city", pa.string()), ("ts", pa.int64()), ("fare", pa.float64())])
-    w = create_table(path, "trips", schema, "id", "city", "ts", version=version)
+    w = create_table(path, "trips", schema, record_key="id", partition_fields="city", ordering_field="ts",
+                     version=version)
     storage = Storage(path)
     cfg = load_table_config(storage)
     assert (cfg.version, cfg.table_type.value, cfg.record_key_fields, cfg.partition_fields, cfg.ordering_fields) \
@@ -371,7 +372,7 @@ def test_properties_timeline_and_file_names(tmp_path, version):
 def test_log_appends_cut_into_blocks_of_max_log_block_records(tmp_path):
     path = str(tmp_path / "t")
     schema = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
-    w = create_table(path, "blocks", schema, "id", (), "ts", merge_mode="COMMIT_TIME_ORDERING",
+    w = create_table(path, "blocks", schema, record_key="id", ordering_field="ts", merge_mode="COMMIT_TIME_ORDERING",
                      max_log_block_records=3)
     t1 = w.insert(pa.table({"id": list(range(10)), "ts": [1] * 10, "v": ["a"] * 10}, schema=schema))
     t2 = w.upsert(pa.table({"id": [9, 2, 5, 0, 7, 3, 8], "ts": [2] * 7, "v": ["b"] * 7}, schema=schema))
@@ -384,8 +385,38 @@ def test_log_appends_cut_into_blocks_of_max_log_block_records(tmp_path):
     model.upsert([{"id": i, "ts": 1, "v": "a"} for i in range(10)], t1)
     model.upsert([{"id": i, "ts": 2, "v": "b"} for i in (9, 2, 5, 0, 7, 3, 8)], t2)
     assert_state(path, model.rows, "blocks of 3 records")
-    with pytest.raises(ValueError, match="max_log_block_records"):
+    with pytest.raises(hudi_streaming.OptionError, match="max_log_block_records"):
         HudiWriter.open(path, max_log_block_records=0)
+
+
+def test_bad_arguments_raise_option_error(tmp_path):
+    """The writer's API edge: options are keyword-only, and a bad argument raises :class:`OptionError` (a
+    ``HudiStreamingError``), never a bare ``ValueError``; nothing is written before the arguments are checked."""
+    path = str(tmp_path / "t")
+    schema = pa.schema([("id", pa.int64()), ("ts", pa.int64())])
+    with pytest.raises(TypeError):
+        create_table(path, "t", schema, "id")  # options are keyword-only
+    for options in ({"record_key": "nope"}, {"record_key": "id", "table_type": "MERGE"},
+                    {"record_key": "id", "version": 8}, {"record_key": "id", "merge_mode": "LATEST"},
+                    {"record_key": "id", "merge_mode": "EVENT_TIME_ORDERING"}):
+        with pytest.raises(hudi_streaming.OptionError):
+            create_table(path, "t", schema, **options)
+    with pytest.raises(hudi_streaming.OptionError, match="no Avro equivalent"):
+        create_table(path, "t", schema.append(pa.field("d", pa.duration("s"))), record_key="id")
+    w = create_table(path, "t", schema, record_key="id", ordering_field="ts")
+    with pytest.raises(hudi_streaming.OptionError, match="already exists"):
+        create_table(path, "t", schema, record_key="id")
+    for bad_call in (lambda: w.upsert(pa.table({"id": [1], "other": [2]})),
+                     lambda: w.upsert(pa.table({"id": ["x"], "ts": [1]})),
+                     lambda: w.upsert(pa.table({"id": [None], "ts": [1]}, schema=schema)),
+                     lambda: w.upsert([]),
+                     lambda: w.insert(pa.table({"id": [1]}), on_existing="replace"),
+                     lambda: w.delete(pa.table({"ts": [1]})),
+                     lambda: w.clean(retain_commits=0),
+                     lambda: w.archive(keep_active=0)):
+        with pytest.raises(hudi_streaming.OptionError):
+            bad_call()
+    assert hoodie.read_table(path).num_rows == 0
 
 
 def test_java_properties_escaping_round_trips():
@@ -404,7 +435,7 @@ def test_java_properties_escaping_round_trips():
 def test_duplicates_in_a_batch_are_precombined(tmp_path, table_type, version):
     path = str(tmp_path / "t")
     schema = pa.schema([("k", pa.string()), ("ts", pa.int64()), ("v", pa.string())])
-    w = create_table(path, "dups", schema, "k", (), "ts", table_type=table_type, version=version)
+    w = create_table(path, "dups", schema, record_key="k", ordering_field="ts", table_type=table_type, version=version)
     rows = [{"k": "a", "ts": 5, "v": "a5"}, {"k": "a", "ts": 7, "v": "a7"}, {"k": "a", "ts": 6, "v": "a6"},
             {"k": "b", "ts": 1, "v": "b1-first"}, {"k": "b", "ts": 1, "v": "b1-second"}]
     t1 = w.upsert(pa.Table.from_pylist(rows, schema=schema))
@@ -423,7 +454,7 @@ def test_event_time_deletes_carry_their_ordering_value(tmp_path, table_type):
     """v9 event time: a delete with an ordering value loses to a stored record with a greater one."""
     path = str(tmp_path / "t")
     schema = pa.schema([("k", pa.string()), ("ts", pa.int64()), ("v", pa.string())])
-    w = create_table(path, "odel", schema, "k", (), "ts", table_type=table_type)
+    w = create_table(path, "odel", schema, record_key="k", ordering_field="ts", table_type=table_type)
     rows = [{"k": k, "ts": 10, "v": k} for k in "abcd"]
     t1 = w.upsert(pa.Table.from_pylist(rows, schema=schema))
     dels = pa.table({"k": ["a", "b", "c"], "ts": [5, 10, 11]})  # a: older (loses); b: tie (wins); c: newer
@@ -443,7 +474,7 @@ def test_event_time_deletes_carry_their_ordering_value(tmp_path, table_type):
 def test_insert_drops_or_refuses_existing_keys(tmp_path):
     path = str(tmp_path / "t")
     schema = pa.schema([("k", pa.string()), ("ts", pa.int64())])
-    w = create_table(path, "ins", schema, "k", (), "ts")
+    w = create_table(path, "ins", schema, record_key="k", ordering_field="ts")
     t1 = w.insert(pa.table({"k": ["a", "b"], "ts": [1, 1]}, schema=schema))
     t2 = w.insert(pa.table({"k": ["b", "c"], "ts": [5, 5]}, schema=schema))
     model = Model(True, None, "k")
@@ -476,7 +507,7 @@ def test_all_types_round_trip_through_base_files_and_logs(tmp_path):
                 "at": dt.datetime(2024, 5, 1, 12, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=i),
                 "st": {"x": i, "y": None if i % 3 else tag}, "lst": [i, None, 3], "mp": {"a": float(i), "n": None}}
 
-    w = create_table(path, "types", schema, "id", version=9, table_type="MERGE_ON_READ")
+    w = create_table(path, "types", schema, record_key="id", version=9, table_type="MERGE_ON_READ")
     first = [row(i, "v") for i in range(6)]
     t1 = w.upsert(pa.Table.from_pylist(first, schema=schema))
     second = [row(i, "u") for i in (1, 4, 9)]
@@ -498,8 +529,8 @@ def test_complex_keys_and_non_hive_partitions(tmp_path):
     path = str(tmp_path / "t")
     schema = pa.schema([("a", pa.string()), ("b", pa.int64()), ("y", pa.int32()), ("m", pa.string()),
                         ("v", pa.float64())])
-    w = create_table(path, "cx", schema, ["a", "b"], ["y", "m"], None, hive_style=False, version=9,
-                     table_type="COPY_ON_WRITE")
+    w = create_table(path, "cx", schema, record_key=["a", "b"], partition_fields=["y", "m"], hive_style=False,
+                     version=9, table_type="COPY_ON_WRITE")
     cfg = load_table_config(Storage(path))
     assert cfg.raw["hoodie.table.keygenerator.type"] == "COMPLEX"
     assert cfg.merge_mode is MergeMode.COMMIT_TIME_ORDERING
@@ -556,7 +587,7 @@ def test_index_survives_restarts_and_is_rebuilt_when_missing_or_stale(tmp_path):
 def test_rollback_of_a_failed_write(tmp_path, monkeypatch, version):
     path = str(tmp_path / "t")
     schema = pa.schema([("k", pa.string()), ("ts", pa.int64())])
-    w = create_table(path, "rb", schema, "k", (), "ts", version=version, max_file_records=2)
+    w = create_table(path, "rb", schema, record_key="k", ordering_field="ts", version=version, max_file_records=2)
     t1 = w.upsert(pa.table({"k": ["a", "b", "c"], "ts": [1, 1, 1]}, schema=schema))
     kill_before_completion(monkeypatch, "deltacommit")
     with pytest.raises(Killed):  # updates a's group (log append) and creates a new group (base file)

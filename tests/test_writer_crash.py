@@ -24,6 +24,8 @@ from test_writer import Model, assert_state
 from hudi_streaming import hoodie
 from hudi_streaming.hoodie.writer.loadgen import STEP_KEY, LoadGenerator, completed_steps
 
+pytestmark = pytest.mark.slow
+
 KILLS = 8  # per table; four tables: 32 kills
 
 ZYGOTE = r"""

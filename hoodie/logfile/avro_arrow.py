@@ -1,4 +1,5 @@
-"""Avro records of Hudi Avro data blocks <-> Arrow tables.
+"""Avro records of Hudi Avro data blocks -> Arrow tables (the way back, for the writer, is
+:mod:`hoodie.writer.avro_encode`).
 
 The merge code concatenates log rows with base-file rows, so a decoded block must come out with exactly the
 Arrow types the table's parquet base files (and Spark) have: :func:`arrow_schema_from_avro` is that mapping,
@@ -67,7 +68,7 @@ try:  # optional accelerator, see the module docstring
 except ImportError:  # pragma: no cover - depends on the environment
     polars = None
 
-__all__ = ["arrow_schema_from_avro", "decode_avro_records", "record_schema_problem", "records_to_avro_dicts",
+__all__ = ["arrow_schema_from_avro", "avro_value_schemas", "decode_avro_records", "record_schema_problem",
            "split_records"]
 
 _INT32_BE = struct.Struct(">i")
@@ -487,7 +488,7 @@ def _plan(schema_json: str, columns: tuple[str, ...] | None) -> _Plan:
                       + b"".join(avro_bytes(k.encode()) + avro_bytes(v) for k, v in meta.items())
                       + avro_long(0) + _OCF_SYNC)
 
-    def projected(struct_type: pa.StructType, form=lambda t: t) -> pa.Schema:
+    def projected(struct_type: pa.StructType, form: Callable[[pa.DataType], pa.DataType] = lambda t: t) -> pa.Schema:
         return pa.schema([field.with_type(form(field.type)) for field in map(struct_type.field, columns)])
 
     whole = pa.schema([field.with_type(_decoded_form(field.type)) for field in record.wire])
@@ -529,6 +530,15 @@ def arrow_schema_from_avro(schema: str | dict) -> pa.Schema:
     return _plan(schema if isinstance(schema, str) else json.dumps(schema), None).target
 
 
+def avro_value_schemas(schema_json: str) -> tuple[pa.Schema, pa.Schema]:
+    """``(wire, raw)``: the Arrow schemas an encoder of records with Avro ``schema_json`` casts a table of
+    :func:`arrow_schema_from_avro`'s schema to, every field of the record in order
+    (:func:`hoodie.writer.avro_encode.records_to_avro_dicts`). ``wire`` holds temporal values in Avro's own unit
+    (a timestamp-millis field as ``timestamp[ms]``), ``raw`` the same values as the plain ints Avro writes."""
+    plan = _plan(schema_json, None)
+    return plan.wire, plan.raw
+
+
 def decode_avro_records(schema_json: str, payload: bytes | memoryview, count: int, *,
                         columns: list[str] | None = None, path: str = "", lengths: list[int] | None = None) -> pa.Table:
     """Decode the ``count`` length-prefixed records of an Avro data block (the content after the count).
@@ -557,24 +567,6 @@ def decode_avro_records(schema_json: str, payload: bytes | memoryview, count: in
     if table is None:
         table = _decode_fastavro(plan, view, lengths, path)
     return _to_target(table.select(list(plan.columns)), plan, path)
-
-
-def records_to_avro_dicts(table: pa.Table, schema_json: str) -> list[dict]:
-    """Rows of ``table`` as dicts that ``fastavro.schemaless_writer`` encodes with ``schema_json``.
-
-    The inverse of :func:`decode_avro_records`: temporal values become the plain ints of their Avro unit (so a
-    timestamp-millis field must not hold sub-millisecond values: ``ValueError``), decimals ``Decimal``, maps
-    dicts. The table needs a column for every field of the record; other columns are ignored.
-    """
-    plan = _plan(schema_json, None)
-    missing = [name for name in plan.columns if name not in table.column_names]
-    if missing:
-        raise ValueError(f"records_to_avro_dicts: the table has no column(s) {missing!r} of the Avro schema")
-    try:
-        raw = table.select(list(plan.columns)).cast(plan.wire).cast(plan.raw)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise ValueError(f"records_to_avro_dicts: the table does not fit the Avro schema: {exc}") from None
-    return raw.to_pylist(maps_as_pydicts="strict")
 
 
 def split_records(view: memoryview, count: int | None) -> list[int]:
@@ -759,7 +751,7 @@ class _Concatenation(io.RawIOBase):
         self._position = max(0, base + offset)
         return self._position
 
-    def readinto(self, buffer) -> int:
+    def readinto(self, buffer: Any) -> int:
         out = memoryview(buffer).cast("B")
         done = 0
         part_start = 0

@@ -16,9 +16,14 @@ API::
     w.rollback_failed()                           # -> rollback instants (also run before every write)
     w.extra_metadata = {"k": "v"}                 # string pairs for the next write's commit metadata
 
-``HudiWriter(url, max_file_records=100_000, parquet_compression="snappy")`` (also ``create_table(...,
-**options)``): the record count at which a file group stops taking new keys. ``max_log_block_records=N``
-cuts a log append into Avro data blocks of at most N records (default: one block; Hudi cuts by bytes).
+Everything after the table (``url``, with ``name`` and ``schema`` for a new one) or the data is a keyword
+argument; the docstrings of :func:`create_table` and :class:`HudiWriter` say what each means. The writer's
+options (``HudiWriter(url, max_file_records=100_000, parquet_compression="snappy", ...)``, also
+``create_table(..., **options)``): ``max_file_records``, the record count at which a file group stops taking
+new keys; ``max_log_block_records=N`` cuts a log append into Avro data blocks of at most N records (default:
+one block; Hudi cuts by bytes). A bad argument (an unknown field, a column the table does not have or that
+does not cast to the table's type, a null key, ...) raises :class:`~hudi_streaming.errors.OptionError` before
+the write starts.
 
 Table creation writes ``hoodie.properties`` (Java-escaped; key, partition, ordering and merge settings
 consistent with each other: v9 ``hoodie.record.merge.mode``, v6 the matching payload class) and the

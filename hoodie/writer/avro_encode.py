@@ -10,28 +10,30 @@ that concatenation can be built column by column with numpy and Arrow's binary k
 
 The row's bytes are the fields joined element-wise (``binary_join_element_wise``), prefixed with the
 big-endian record length, and the values buffer of that array is the block payload. Schemas with other
-types (decimals, nested records, lists, maps, non-union fields) fall back to fastavro, so the output is the
-same bytes either way (Avro's binary encoding is unique); the tests compare both paths.
+types (decimals, nested records, lists, maps, non-union fields) fall back to fastavro, record by record
+(:func:`records_to_avro_dicts`), so the output is the same bytes either way (Avro's binary encoding is unique);
+the tests compare both paths.
 """
 from __future__ import annotations
 
 import io
 import json
 from functools import lru_cache
+from typing import Any
 
 import fastavro
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..logfile.avro_arrow import records_to_avro_dicts
+from ..logfile.avro_arrow import avro_value_schemas
 
 _NULL = pa.scalar(b"\x00", pa.binary())
 _EMPTY = pa.scalar(b"", pa.binary())  # a ready scalar: converting b"" each call imports pandas
 _SIMPLE = {"int", "long", "float", "double", "boolean", "string", "bytes"}
 
 
-def _field_kind(avro_type) -> str | None:
+def _field_kind(avro_type: Any) -> str | None:
     """The primitive of a ``["null", T]`` field this encoder handles, else None."""
     if not (isinstance(avro_type, list) and len(avro_type) == 2 and avro_type[0] == "null"):
         return None
@@ -141,6 +143,25 @@ def _encode_fastavro(table: pa.Table, schema_json: str) -> bytes:
     return out.getvalue()
 
 
+def records_to_avro_dicts(table: pa.Table, schema_json: str) -> list[dict]:
+    """Rows of ``table`` as dicts that ``fastavro.schemaless_writer`` encodes with ``schema_json``.
+
+    The inverse of :func:`hoodie.logfile.avro_arrow.decode_avro_records`: temporal values become the plain ints
+    of their Avro unit (so a timestamp-millis field must not hold sub-millisecond values: ``ValueError``),
+    decimals ``Decimal``, maps dicts. The table needs a column for every field of the record; other columns are
+    ignored.
+    """
+    wire, raw_schema = avro_value_schemas(schema_json)
+    missing = [name for name in wire.names if name not in table.column_names]
+    if missing:
+        raise ValueError(f"records_to_avro_dicts: the table has no column(s) {missing!r} of the Avro schema")
+    try:
+        raw = table.select(wire.names).cast(wire).cast(raw_schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise ValueError(f"records_to_avro_dicts: the table does not fit the Avro schema: {exc}") from None
+    return raw.to_pylist(maps_as_pydicts="strict")
+
+
 @lru_cache(maxsize=64)
-def _parsed(schema_json: str):
+def _parsed(schema_json: str) -> Any:
     return fastavro.parse_schema(json.loads(schema_json))

@@ -11,22 +11,23 @@ import struct
 import time
 import uuid
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ...errors import HudiStreamingError, UnsupportedTableError
+from ...errors import HudiStreamingError, OptionError, UnsupportedTableError
 from ..config import DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST, MergeMode, TableConfig, TableType, load_table_config
 from ..fs_view import FileSlice, parse_log_file
 from ..logfile.format import COMMIT_TIME_DELETE, CONTENT_VERSION, BlockType, HeaderKey, Ordering, make_log_file_name
 from ..logfile.writer import encode_block, encode_delete_block
 from ..merge import LogRecords, commit_time_deletes, fill_ordering, merge_with_base
 from ..slice_reader import SliceRead, align, merge_rules
-from ..storage import Storage
+from ..storage import FileInfo, Storage
 from ..table import IS_DELETED, HudiTable
 from . import schema as sch
 from . import services
@@ -36,7 +37,27 @@ from .index import RecordIndex
 from .props import render_properties
 from .timeline_io import TimelineFiles, commit_metadata, encode_commit_metadata, write_stat
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 log = logging.getLogger(__name__)
+
+TableTypeName = Literal["MERGE_ON_READ", "COPY_ON_WRITE"]
+MergeModeName = Literal["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"]
+#: what an insert does with a key the table has: leave it (drop the incoming record), fail, or update it
+OnExisting = Literal["drop", "fail", "upsert"]
+#: data to write: one table, one batch, or batches (of one schema)
+Data: TypeAlias = "pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]"
+
+
+class WriterOptions(TypedDict, total=False):
+    """The options of a writer (:class:`HudiWriter`'s keyword arguments), which :func:`create_table` and
+    :meth:`HudiWriter.open` pass on."""
+
+    max_file_records: int
+    parquet_compression: str
+    auto_recover: bool
+    max_log_block_records: int | None
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 STRATEGY_EVENT_TIME = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
@@ -51,40 +72,71 @@ _I32 = struct.Struct(">i")
 # ---------------------------------------------------------------------------------------------------------------
 # table creation
 
-def create_table(url: str, name: str, schema: pa.Schema, record_key: str | Iterable[str],
+def create_table(url: str, name: str, schema: pa.Schema, *, record_key: str | Iterable[str],
                  partition_fields: str | Iterable[str] = (), ordering_field: str | None = None,
-                 table_type: str = "MERGE_ON_READ", version: int = 9, merge_mode: str | None = None, *,
-                 hive_style: bool = True, database: str = "default", storage_options: dict | None = None,
-                 **writer_options: Any) -> "HudiWriter":
-    """Create an empty Hudi table at ``url`` and return a writer for it (see the package docstring)."""
+                 table_type: TableTypeName | TableType = "MERGE_ON_READ", version: Literal[6, 9] = 9,
+                 merge_mode: MergeModeName | MergeMode | None = None, hive_style: bool = True,
+                 database: str = "default", storage_options: dict | None = None,
+                 **writer_options: Unpack[WriterOptions]) -> HudiWriter:
+    """Create an empty Hudi table at ``url`` and return a writer for it (see the package docstring).
+
+    Parameters:
+        url: the table's root folder (local path or fsspec URL); it must not hold a table yet.
+        name: the table's name (``hoodie.table.name``); its Avro record is ``<name>_record``.
+        schema: the data columns (without Hudi's meta columns); fixed for the table's life.
+        record_key: the field, or fields, whose values make a record's key (several: Hudi's complex keys
+            ``f1:v1,f2:v2``).
+        partition_fields: the field, or fields, whose values make a record's partition path; none: one
+            unpartitioned table.
+        ordering_field: the field whose greatest value wins among versions of a record (Hudi's precombine /
+            ordering field); None: the latest write wins.
+        table_type: ``"MERGE_ON_READ"`` (updates and deletes go to log files) or ``"COPY_ON_WRITE"`` (each write
+            rewrites the base files it touches).
+        version: the table version, 6 (Hudi 0.14/0.15) or 9 (Hudi 1.1+).
+        merge_mode: ``"EVENT_TIME_ORDERING"`` (the ordering field decides; the default with an ordering field)
+            or ``"COMMIT_TIME_ORDERING"`` (the latest write wins; the default without one); on version 6 the
+            matching payload class.
+        hive_style: partition paths as ``field=value`` (else the bare values).
+        database: the table's database name (``hoodie.database.name``).
+        storage_options: fsspec options for the table's store.
+        writer_options: the options of the returned writer (:class:`HudiWriter`).
+
+    Raises :class:`OptionError` for a bad argument (a field not in ``schema``, a ``merge_mode`` the fields
+    do not allow, a type with no Avro equivalent) or when ``url`` holds a table already.
+    """
     record_keys = [record_key] if isinstance(record_key, str) else list(record_key)
     partitions = [partition_fields] if isinstance(partition_fields, str) else list(partition_fields)
-    table_type = table_type.upper()
-    if table_type not in ("MERGE_ON_READ", "COPY_ON_WRITE"):
-        raise ValueError(f"table_type must be MERGE_ON_READ or COPY_ON_WRITE, not {table_type!r}")
+    try:
+        kind = TableType(table_type.upper())
+    except ValueError:
+        raise OptionError(f"table_type must be MERGE_ON_READ or COPY_ON_WRITE, not {table_type!r}") from None
     if version not in (6, 9):
-        raise ValueError(f"version must be 6 or 9 (the latest), not {version!r}")
+        raise OptionError(f"version must be 6 or 9 (the latest), not {version!r}")
     names = set(schema.names)
     for f in record_keys + partitions + ([ordering_field] if ordering_field else []):
         if f not in names:
-            raise ValueError(f"field {f!r} is not in the schema {schema.names}")
+            raise OptionError(f"field {f!r} is not in the schema {schema.names}")
     if not record_keys:
-        raise ValueError("at least one record key field is needed")
-    mode = MergeMode((merge_mode or ("EVENT_TIME_ORDERING" if ordering_field else "COMMIT_TIME_ORDERING")).upper())
+        raise OptionError("at least one record key field is needed")
+    try:
+        mode = MergeMode((merge_mode or ("EVENT_TIME_ORDERING" if ordering_field else "COMMIT_TIME_ORDERING")).upper())
+    except ValueError:
+        raise OptionError(f"merge_mode must be EVENT_TIME_ORDERING or COMMIT_TIME_ORDERING, not "
+                          f"{merge_mode!r}") from None
     if mode is MergeMode.CUSTOM:
-        raise ValueError("merge_mode CUSTOM is not supported by this writer")
+        raise OptionError("merge_mode CUSTOM is not supported by this writer")
     if mode is MergeMode.EVENT_TIME_ORDERING and not ordering_field:
-        raise ValueError("EVENT_TIME_ORDERING needs an ordering_field")
+        raise OptionError("EVENT_TIME_ORDERING needs an ordering_field")
     avro = sch.avro_schema_from_arrow(schema, name)
     storage = Storage(url, storage_options)
     if storage.exists(".hoodie/hoodie.properties"):
-        raise HudiStreamingError(f"{url}: a Hudi table already exists there")
+        raise OptionError(f"{url}: a Hudi table already exists there")
     keygen = ("NON_PARTITION" if not partitions and len(record_keys) == 1
               else "SIMPLE" if len(record_keys) == 1 and len(partitions) == 1 else "COMPLEX")
     props: dict[str, str] = {
         "hoodie.table.name": name,
         "hoodie.database.name": database,
-        "hoodie.table.type": table_type,
+        "hoodie.table.type": kind.value,
         "hoodie.table.version": str(version),
     }
     if version >= 8:
@@ -126,7 +178,7 @@ def create_table(url: str, name: str, schema: pa.Schema, record_key: str | Itera
     # hoodie.properties last: its presence makes the folder a table
     storage.write_bytes_atomic(".hoodie/hoodie.properties", render_properties(
         props, f"Properties saved on {time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime())}Z"))
-    return HudiWriter(url, storage_options, **writer_options)
+    return HudiWriter(url, storage_options=storage_options, **writer_options)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -150,11 +202,22 @@ class _GroupWrite:
 class HudiWriter:
     """Writes one Hudi table (single writer). Obtain with :func:`create_table` or :meth:`open`.
 
-    ``max_file_records`` bounds file groups: new keys fill file groups of their partition holding fewer
-    records (MOR: appended to the log, COW: the base file is rewritten), then go to new file groups.
+    Parameters:
+        url: the table's root folder (local path or fsspec URL).
+        storage_options: fsspec options for the table's store.
+        max_file_records: the record count at which a file group stops taking new keys: new keys fill the file
+            groups of their partition holding fewer records (MOR: appended to the log, COW: the base file is
+            rewritten), then go to new file groups.
+        parquet_compression: the codec of the base files written (a pyarrow ``compression``).
+        auto_recover: every write and table service first rolls back what a killed writer left pending
+            (:meth:`recover`).
+        max_log_block_records: at most this many records per Avro data block of a log append (None: one block
+            per append; Hudi cuts blocks by bytes instead, ``hoodie.logfile.data.block.max.size``).
+
+    Raises :class:`OptionError` for a bad option, :class:`UnsupportedTableError` for a table it cannot write.
     """
 
-    def __init__(self, url: str, storage_options: dict | None = None, *, max_file_records: int = 100_000,
+    def __init__(self, url: str, *, storage_options: dict | None = None, max_file_records: int = 100_000,
                  parquet_compression: str = "snappy", auto_recover: bool = True,
                  max_log_block_records: int | None = None):
         self.url = url
@@ -169,9 +232,7 @@ class HudiWriter:
             raise UnsupportedTableError(f"{url}: url-encoded partition paths are not supported by this writer")
         self.max_file_records = max_file_records
         if max_log_block_records is not None and max_log_block_records < 1:
-            raise ValueError(f"max_log_block_records must be at least 1, not {max_log_block_records}")
-        #: records per Avro data block of a log append (None: one block); Hudi cuts blocks by bytes instead
-        #: (hoodie.logfile.data.block.max.size)
+            raise OptionError(f"max_log_block_records must be at least 1, not {max_log_block_records}")
         self.max_log_block_records = max_log_block_records
         self.compression = parquet_compression
         self.timeline = TimelineFiles(self.storage, self.config)
@@ -194,35 +255,47 @@ class HudiWriter:
         self.extra_metadata: dict[str, str] = {}
 
     @classmethod
-    def open(cls, url: str, storage_options: dict | None = None, **options: Any) -> "HudiWriter":
-        return cls(url, storage_options, **options)
+    def open(cls, url: str, *, storage_options: dict | None = None, **options: Unpack[WriterOptions]) -> HudiWriter:
+        """A writer of the existing table at ``url``: the same as ``HudiWriter(url, ...)``."""
+        return cls(url, storage_options=storage_options, **options)
 
     # -- public write API --------------------------------------------------------------------------------------
-    def upsert(self, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> str:
-        """Insert new keys and update existing ones; returns the instant time of the write."""
+    def upsert(self, data: Data) -> str:
+        """Insert new keys and update existing ones; returns the instant time of the write.
+
+        ``data``: the records, with the table's data columns (a missing column is null; a column of another type
+        is cast to the table's). Records of one key are combined first: the greatest ordering value wins, ties
+        go to the later record. A record whose ``_hoodie_is_deleted`` (a column of the schema, if it has one) is
+        true deletes its key.
+        """
         return self._write("UPSERT", records=self._prepare(data))
 
-    def insert(self, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], *, on_existing: str = "drop") -> str:
-        """Insert records. Keys already in the table are dropped (``on_existing="drop"``, Hudi's
-        ``hoodie.datasource.insert.dup.policy=drop``), raise (``"fail"``) or update (``"upsert"``)."""
+    def insert(self, data: Data, *, on_existing: OnExisting = "drop") -> str:
+        """Insert records; returns the instant time of the write.
+
+        ``data``: the records, as for :meth:`upsert`. ``on_existing``: what happens to a record whose key the
+        table has: ``"drop"`` drops it (Hudi's ``hoodie.datasource.insert.dup.policy=drop``), ``"fail"`` fails
+        the write with nothing written, ``"upsert"`` updates the key as :meth:`upsert` does."""
         if on_existing not in ("drop", "fail", "upsert"):
-            raise ValueError(f"on_existing must be drop, fail or upsert, not {on_existing!r}")
+            raise OptionError(f"on_existing must be drop, fail or upsert, not {on_existing!r}")
         return self._write("INSERT", records=self._prepare(data), on_existing=on_existing)
 
-    def delete(self, keys: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> str:
-        """Delete the records whose key (and partition) fields are given; unknown keys are ignored.
+    def delete(self, keys: Data) -> str:
+        """Delete the records whose key (and partition) fields are given; unknown keys are ignored. Returns the
+        instant time of the write.
 
-        With an ordering field column present (event-time tables), each delete carries that ordering value
+        ``keys``: the record key and partition fields of the records to delete, and optionally the ordering
+        field. With an ordering field column present (event-time tables), each delete carries that ordering value
         and loses to a stored record with a greater one; without it the deletes win by commit time.
         """
         return self._write("DELETE", deletes=self._prepare_deletes(data_table(keys)))
 
     # -- input preparation -------------------------------------------------------------------------------------
-    def _prepare(self, data) -> pa.Table:
+    def _prepare(self, data: Data) -> pa.Table:
         t = data_table(data)
         extra = [c for c in t.column_names if c not in self.data_schema.names]
         if extra:
-            raise ValueError(f"columns {extra} are not in the table schema {self.data_schema.names}")
+            raise OptionError(f"columns {extra} are not in the table schema {self.data_schema.names}")
         cols = []
         for f in self.data_schema:
             if f.name in t.column_names:
@@ -238,7 +311,7 @@ class HudiWriter:
         need = self.config.record_key_fields + self.config.partition_fields
         missing = [c for c in need if c not in t.column_names]
         if missing:
-            raise ValueError(f"delete needs the key and partition fields {need}; missing {missing}")
+            raise OptionError(f"delete needs the key and partition fields {need}; missing {missing}")
         cols = {}
         for name in need + [o for o in self.config.ordering_fields if o in t.column_names]:
             f = self.data_schema.field(name)
@@ -250,7 +323,7 @@ class HudiWriter:
     def _with_keys(self, t: pa.Table) -> pa.Table:
         keys = record_keys(t, self.config.record_key_fields)
         if keys.null_count:
-            raise ValueError("record key values must not be null")
+            raise OptionError("record key values must not be null")
         parts = partition_paths(t, self.config.partition_fields, self.config.hive_style_partitioning)
         return t.append_column(_KEY, keys).append_column(_PART, parts)
 
@@ -291,12 +364,14 @@ class HudiWriter:
         """MOR: schedule and run a compaction of every file group with log files; its instant, or None."""
         return services.compact(self)
 
-    def clean(self, retain_commits: int = 10) -> str | None:
-        """Delete file slices not needed as of the last ``retain_commits`` writes; the clean instant, or None."""
+    def clean(self, *, retain_commits: int = 10) -> str | None:
+        """Delete the file slices that no query of the last ``retain_commits`` writes (at least 1) reads
+        (Hudi's ``KEEP_LATEST_COMMITS``); the clean instant, or None when there is nothing to clean."""
         return services.clean(self, retain_commits)
 
-    def archive(self, keep_active: int = 20) -> list[str]:
-        """Move instants older than the last ``keep_active`` writes to the archived timeline."""
+    def archive(self, *, keep_active: int = 20) -> list[str]:
+        """Move the instants older than the last ``keep_active`` writes (at least 1) to the archived timeline;
+        returns the requested times of the instants archived."""
         return services.archive(self, keep_active)
 
     # -- index -------------------------------------------------------------------------------------------------
@@ -405,7 +480,8 @@ class HudiWriter:
         return instant
 
     def _assign(self, records: pa.Table | None, deletes: pa.Table | None, operation: str, on_existing: str,
-                index: RecordIndex, latest: dict, group) -> list[tuple[pa.Array, pa.Array, pa.Array]]:
+                index: RecordIndex, latest: dict[tuple[str, str], FileSlice],
+                group: Callable[[str, str, bool], _GroupWrite]) -> list[tuple[pa.Array, pa.Array, pa.Array]]:
         """Split the batch over file groups: updates and deletes by the index, inserts by :meth:`_route_inserts`.
         Returns the index entries the inserts will add."""
         new_index_entries: list[tuple[pa.Array, pa.Array, pa.Array]] = []
@@ -442,7 +518,8 @@ class HudiWriter:
                 group(sel.column(_PART)[0].as_py(), fid, False).deletes = sel
         return new_index_entries
 
-    def _route_inserts(self, inserts: pa.Table, index: RecordIndex, latest: dict[tuple[str, str], FileSlice]):
+    def _route_inserts(self, inserts: pa.Table, index: RecordIndex, latest: dict[tuple[str, str], FileSlice]
+                       ) -> Iterator[tuple[str, pa.Table, str, bool]]:
         """Yield (partition, rows, file id, is new file group) for the new keys: small file groups first."""
         if not inserts.num_rows:
             return
@@ -515,7 +592,7 @@ class HudiWriter:
                             numInserts=rows.num_rows, totalWriteBytes=len(data), partitionPath=g.partition,
                             fileSizeInBytes=len(data))
 
-    def _append_log(self, g: _GroupWrite, current: FileSlice, instant: str, listing) -> None:
+    def _append_log(self, g: _GroupWrite, current: FileSlice, instant: str, listing: list[FileInfo]) -> None:
         cfg = self.config
         if cfg.version >= 8:
             base_instant, version = instant, 1
@@ -634,22 +711,22 @@ class HudiWriter:
 # ---------------------------------------------------------------------------------------------------------------
 # helpers
 
-def data_table(data) -> pa.Table:
+def data_table(data: Data) -> pa.Table:
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
     batches = list(data)
     if not batches:
-        raise ValueError("no record batches given")
+        raise OptionError("no record batches given")
     return pa.Table.from_batches(batches)
 
 
-def _cast(col, target: pa.DataType, name: str):
+def _cast(col: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:
     try:
         return col.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-        raise ValueError(f"column {name}: cannot convert {col.type} to the table's {target}: {e}") from None
+        raise OptionError(f"column {name}: cannot convert {col.type} to the table's {target}: {e}") from None
 
 
 def _ordering_kind(t: pa.DataType) -> str | None:

@@ -28,14 +28,16 @@ import logging
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import pyarrow as pa
 
-from ...errors import HudiStreamingError
-from ..config import MergeMode
+from ...errors import OptionError
+from ..config import MergeMode, TableType
 from ..storage import Storage
-from .core import HudiWriter, create_table
+from .core import HudiWriter, MergeModeName, TableTypeName, create_table
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +62,32 @@ class Step:
 
 
 class LoadGenerator:
-    """Drives a :class:`~hoodie.writer.HudiWriter` (creating the table when ``url`` has none)."""
+    """Drives a :class:`~hoodie.writer.HudiWriter` (creating the table when ``url`` has none).
 
-    def __init__(self, url: str | None, keys: int = 1000, partitions: int = 4, rate: float | None = None,
-                 seed: int = 0, *, batch: int = 100, table_type: str = "MERGE_ON_READ", version: int = 9,
-                 merge_mode: str | None = None, delete_every: int = 5, insert_share: float = 0.3,
-                 late_share: float = 0.1, name: str = "loadgen", max_file_records: int = 100_000,
-                 storage_options: dict | None = None):
+    Parameters:
+        url: the table's root folder; None: a dry generator, which only plans (:meth:`plan`).
+        keys: the number of distinct keys (``N``).
+        partitions: the number of partitions (``P``); 0: an unpartitioned table.
+        rate: rows per second :meth:`run` writes at; None: as fast as it can.
+        seed: what a step writes depends only on it, the step number and the keys present.
+        batch: operations per step (commit).
+        table_type, version, merge_mode: of a table the generator creates (:func:`create_table`); merge_mode
+            also tells a dry generator whether updates may come late (event time).
+        delete_every: every this many steps deletes keys instead of upserting (0: never).
+        insert_share: the share of a step's rows that insert absent keys (once some are present).
+        late_share: the share of updates that come late (event-time tables only).
+        name: the name of a table the generator creates.
+        max_file_records: the writer's ``max_file_records``.
+        storage_options: fsspec options for the table's store.
+    """
+
+    def __init__(self, url: str | None, *, keys: int = 1000, partitions: int = 4, rate: float | None = None,
+                 seed: int = 0, batch: int = 100, table_type: TableTypeName | TableType = "MERGE_ON_READ",
+                 version: Literal[6, 9] = 9, merge_mode: MergeModeName | MergeMode | None = None,
+                 delete_every: int = 5, insert_share: float = 0.3, late_share: float = 0.1, name: str = "loadgen",
+                 max_file_records: int = 100_000, storage_options: dict | None = None):
         if keys < 1 or partitions < 0 or batch < 1:
-            raise ValueError("keys and batch must be positive, partitions non-negative")
+            raise OptionError("keys and batch must be positive, partitions non-negative")
         self.url = url
         self.keys, self.partitions, self.rate, self.seed = keys, partitions, rate, seed
         self.batch, self.delete_every, self.insert_share = batch, delete_every, insert_share
@@ -81,11 +100,11 @@ class LoadGenerator:
             self.late_share = late_share if self.event_time else 0.0
             return
         if Storage(url, storage_options).exists(".hoodie/hoodie.properties"):
-            writer = HudiWriter.open(url, storage_options, max_file_records=max_file_records)
+            writer = HudiWriter.open(url, storage_options=storage_options, max_file_records=max_file_records)
         else:
             schema = SCHEMA if partitions else SCHEMA.remove(SCHEMA.get_field_index("part"))
-            writer = create_table(url, name, schema, "key", ["part"] if partitions else [], "ts",
-                                  table_type=table_type, version=version, merge_mode=merge_mode,
+            writer = create_table(url, name, schema, record_key="key", partition_fields=["part"] if partitions else [],
+                                  ordering_field="ts", table_type=table_type, version=version, merge_mode=merge_mode,
                                   storage_options=storage_options, max_file_records=max_file_records)
         self.writer = writer
         self.event_time = writer.config.merge_mode is MergeMode.EVENT_TIME_ORDERING
@@ -103,7 +122,7 @@ class LoadGenerator:
         """The next step (``number`` = steps done + 1) as data, and advance the key bookkeeping."""
         number = self.steps_done + 1 if number is None else number
         if number != self.steps_done + 1:
-            raise ValueError(f"steps are planned in order: next is {self.steps_done + 1}, not {number}")
+            raise OptionError(f"steps are planned in order: next is {self.steps_done + 1}, not {number}")
         rng = random.Random(f"hoodie-loadgen:{self.seed}:{number}")
         present = sorted(self.present)
         is_delete = self.delete_every > 0 and number % self.delete_every == 0 and present
@@ -161,7 +180,7 @@ class LoadGenerator:
     # -- writing -----------------------------------------------------------------------------------------------
     def _live_writer(self) -> HudiWriter:
         if self.writer is None:
-            raise HudiStreamingError("a dry LoadGenerator (url=None) only plans")
+            raise OptionError("a dry LoadGenerator (url=None) only plans")
         return self.writer
 
     def step(self) -> Step:
@@ -179,7 +198,7 @@ class LoadGenerator:
 
     def run(self, commits: int | None = None, *, duration: float | None = None, compact_every: int = 0,
             clean_every: int = 0, archive_every: int = 0, retain_commits: int = 10, keep_active: int = 20,
-            on_step=None) -> list[Step]:
+            on_step: Callable[[Step], object] | None = None) -> list[Step]:
         """Write ``commits`` steps (or for ``duration`` seconds) at ``rate`` rows/s, with table services every
         ``*_every`` steps (0: never). ``on_step(step)`` is called after each commit."""
         done: list[Step] = []
@@ -246,8 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.commits is None and args.duration is None:
         args.commits = 100
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    gen = LoadGenerator(args.url, args.keys, args.partitions, args.rate, args.seed, batch=args.batch,
-                        table_type=args.table_type, version=args.version, merge_mode=args.merge_mode)
+    gen = LoadGenerator(args.url, keys=args.keys, partitions=args.partitions, rate=args.rate, seed=args.seed,
+                        batch=args.batch, table_type=args.table_type, version=args.version,
+                        merge_mode=args.merge_mode)
 
     def report(s: Step) -> None:
         log.info("step %d: %s of %d rows at %s (%d keys present)", s.number, s.kind, s.data.num_rows, s.instant,

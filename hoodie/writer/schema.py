@@ -14,6 +14,7 @@ import re
 
 import pyarrow as pa
 
+from ...errors import OptionError
 from ..logfile.avro_arrow import arrow_schema_from_avro
 
 META_FIELDS = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
@@ -23,7 +24,7 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 def _check_name(name: str, where: str) -> str:
     if not _NAME.match(name):
-        raise ValueError(f"{where}: {name!r} is not a valid Avro name (letters, digits, underscores)")
+        raise OptionError(f"{where}: {name!r} is not a valid Avro name (letters, digits, underscores)")
     return name
 
 
@@ -53,7 +54,7 @@ def _avro_type(t: pa.DataType, name: str, namespace: str) -> object:
         return "bytes"
     if pa.types.is_decimal(t):
         if t.precision > 38:
-            raise ValueError(f"field {name}: decimal precision {t.precision} > 38 is not supported")
+            raise OptionError(f"field {name}: decimal precision {t.precision} > 38 is not supported")
         # as Spark's SchemaConverters names it: "fixed" in a namespace ending with the field's name
         return {"type": "fixed", "name": "fixed", "namespace": f"{namespace}.{name}",
                 "size": _decimal_bytes(t.precision), "logicalType": "decimal", "precision": t.precision,
@@ -71,11 +72,11 @@ def _avro_type(t: pa.DataType, name: str, namespace: str) -> object:
         return {"type": "array", "items": _nullable(_avro_type(t.value_type, f"{name}_element", namespace))}
     if pa.types.is_map(t):
         if not (pa.types.is_string(t.key_type) or pa.types.is_large_string(t.key_type)):
-            raise ValueError(f"field {name}: Avro maps need string keys, not {t.key_type}")
+            raise OptionError(f"field {name}: Avro maps need string keys, not {t.key_type}")
         return {"type": "map", "values": _nullable(_avro_type(t.item_type, f"{name}_value", namespace))}
     if pa.types.is_dictionary(t):
         return _avro_type(t.value_type, name, namespace)
-    raise ValueError(f"field {name}: Arrow type {t} has no Avro equivalent in this writer")
+    raise OptionError(f"field {name}: Arrow type {t} has no Avro equivalent in this writer")
 
 
 def _nullable(avro: object) -> list:

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ...errors import OptionError
 from ..config import TableConfig, TableType
 from ..fs_view import list_data_files, parse_base_file, parse_log_file
 from ..logfile.format import CONTENT_VERSION, BlockType, HeaderKey, make_log_file_name
@@ -38,7 +39,7 @@ from ..logfile.writer import encode_block, encode_rollback_block
 from ..slice_reader import SliceRead, align, read_slice
 from ..storage import FileInfo, Storage
 from ..table import HudiTable
-from ..timeline.active import ActiveTimeline
+from ..timeline.active import ActiveTimeline, TimelineEntry
 from ..timeline.instant import Action, State, parse_instant_file
 from ..timeline.metadata import decode_metadata_bytes
 from . import avro_meta
@@ -336,7 +337,7 @@ def clean(w: Writer, retain_commits: int = 10) -> str | None:
     """KEEP_LATEST_COMMITS: delete the file slices that no query as of the last ``retain_commits`` completed
     writes needs. Returns the clean instant, or None when there is nothing to delete."""
     if retain_commits < 1:
-        raise ValueError("retain_commits must be at least 1")
+        raise OptionError("retain_commits must be at least 1")
     if w.auto_recover:
         recover(w)
     table = HudiTable(w.url, w.storage_options)
@@ -408,7 +409,7 @@ def archive(w: Writer, keep_active: int = 20) -> list[str]:
     Returns the requested times archived.
     """
     if keep_active < 1:
-        raise ValueError("keep_active must be at least 1")
+        raise OptionError("keep_active must be at least 1")
     if w.auto_recover:
         recover(w)
     cfg = w.config
@@ -438,7 +439,7 @@ def archive(w: Writer, keep_active: int = 20) -> list[str]:
     return [e.requested_time for e in victims]
 
 
-def _file_of(w: Writer, tl: ActiveTimeline, entry, state: State) -> str | None:
+def _file_of(w: Writer, tl: ActiveTimeline, entry: TimelineEntry, state: State) -> str | None:
     for name in entry.files:
         inst = parse_instant_file(name, w.config.timeline_layout)
         if inst is not None and inst.state is state:
@@ -446,12 +447,12 @@ def _file_of(w: Writer, tl: ActiveTimeline, entry, state: State) -> str | None:
     return None
 
 
-def _completed_content(w: Writer, tl: ActiveTimeline, entry) -> bytes:
+def _completed_content(w: Writer, tl: ActiveTimeline, entry: TimelineEntry) -> bytes:
     rel = _file_of(w, tl, entry, State.COMPLETED)
     return w.storage.read_bytes(rel) if rel else b""
 
 
-def _requested_content(w: Writer, tl: ActiveTimeline, entry) -> bytes | None:
+def _requested_content(w: Writer, tl: ActiveTimeline, entry: TimelineEntry) -> bytes | None:
     rel = _file_of(w, tl, entry, State.REQUESTED)
     if rel is None:
         return None
@@ -459,7 +460,7 @@ def _requested_content(w: Writer, tl: ActiveTimeline, entry) -> bytes | None:
     return data or None
 
 
-def _archive_lsm(w: Writer, tl: ActiveTimeline, victims) -> None:
+def _archive_lsm(w: Writer, tl: ActiveTimeline, victims: list[TimelineEntry]) -> None:
     folder = w.config.archive_dir
     rows: dict[str, list[Any]] = {"instantTime": [], "completionTime": [], "action": [], "metadata": [], "plan": [],
                                   "version": []}
@@ -503,7 +504,7 @@ def _lsm_manifest(w: Writer, folder: str) -> tuple[int, list[dict]]:
         return version, []
 
 
-def _archive_v6(w: Writer, tl: ActiveTimeline, victims) -> None:
+def _archive_v6(w: Writer, tl: ActiveTimeline, victims: list[TimelineEntry]) -> None:
     folder = w.config.archive_dir
     records = []
     for e in victims:

@@ -1,0 +1,99 @@
+"""Upper bounds of the rows a split yields, which the driver's row limit relies on (``streaming.driver.admit``).
+
+An incremental split is bounded from the write stats of its range (:func:`row_bound`), a whole file slice (a
+snapshot split, or every row of a replaced file group as a delete) from its files (:func:`slice_rows`): its
+base file's footer row count plus every record of its log files.
+"""
+from __future__ import annotations
+
+import posixpath
+import struct
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..hoodie.base_file import base_file_rows
+from ..hoodie.fs_view import FileSlice
+from ..hoodie.logfile.blocks import decode_data_block, decode_delete_block
+from ..hoodie.logfile.format import BlockType, LogBlock, parse_log_file_name
+from ..hoodie.logfile.reader import read_log_file
+from ..hoodie.storage import Storage
+from ..hoodie.timeline.metadata import WriteStat
+
+__all__ = ["file_rows", "row_bound", "slice_rows"]
+
+
+def slice_rows(storage: Storage, s: FileSlice) -> int:
+    """An upper bound of the rows a whole file slice yields (a snapshot split, or every row of a replaced file
+    group as a delete): its base file's row count (its footer) plus every record of its log files."""
+    return (file_rows(storage, s.base_file.path) if s.base_file else 0) + sum(file_rows(storage, lf.path)
+                                                                              for lf in s.log_files)
+
+
+def file_rows(storage: Storage, path: str) -> int:
+    """Records in one data file, read from the file: a base file's footer row count, or a log file's data
+    and delete records (every block, rolled back or not: an upper bound). 0 for a file that is gone —
+    the split's reader reports that as data loss."""
+    try:
+        if parse_log_file_name(posixpath.basename(path)) is None:
+            return base_file_rows(storage, path)
+        return sum(_block_records(b) for b in read_log_file(storage, path))
+    except FileNotFoundError:
+        return 0
+
+
+_I32_PAIR = struct.Struct(">ii")
+
+
+def _block_records(block: LogBlock) -> int:
+    """Records in one log block (0 for commands and corrupt blocks, which add no rows)."""
+    try:
+        if block.type in (BlockType.AVRO_DATA, BlockType.CDC_DATA) and len(block.content) >= 8:
+            version, count = _I32_PAIR.unpack_from(block.content)
+            if version >= 2:  # version 1 has no record count
+                return count
+        if block.type is BlockType.PARQUET_DATA:
+            return pq.ParquetFile(pa.BufferReader(block.content)).metadata.num_rows
+        if block.type is BlockType.DELETE:
+            return len(decode_delete_block(block))
+        return decode_data_block(block).num_rows if block.is_data else 0
+    except Exception:  # noqa: BLE001 - a block the reader cannot decode fails the read itself, with the reason
+        return 0
+
+
+def row_bound(s: FileSlice, stats: list[WriteStat], changelog: bool, rows_of: Callable[[str], int]) -> int:
+    """An upper bound of the rows an incremental split of slice ``s`` yields, from the write stats of its range.
+
+    Per stat: ``data`` records written (a log file: ``numWrites``, every record it holds; a base file the range
+    wrote: ``numInserts + numUpdateWrites`` when they account for its records, as Hudi's merge handle counts
+    them, else ``numWrites``, the whole file), and ``numDeletes``. Upsert mode yields at most one row per
+    written record and per delete; rows that were also in the range's new base file number at most its
+    records. Changelog mode adds one pre-image per update (``numUpdateWrites``, or every written record when
+    the stats' inserts and updates do not add up to its records). A stat that counts nothing for a file it
+    wrote (a writer that leaves the counters out) is replaced by the file's own record count
+    (``rows_of(path)``, e.g. :func:`file_rows`; every file of the slice when the stat names none), taken twice in
+    changelog mode.
+    """
+    data = pre = deletes = 0
+    base_rows: int | None = None
+    log_data = 0
+    for st in stats:
+        is_log = st.path is not None and parse_log_file_name(posixpath.basename(st.path)) is not None
+        if st.num_writes + st.num_deletes == 0:  # nothing counted: count the file (deletes too)
+            d = records = rows_of(st.path) if st.path else sum(rows_of(f) for f in s.files)
+            pre += d
+        else:
+            classified = st.num_inserts + st.num_update_writes
+            d = st.num_writes if is_log or not 0 < classified <= st.num_writes else classified
+            records = st.num_writes
+            pre += st.num_update_writes if classified == d else d
+            deletes += st.num_deletes
+        data += d
+        if is_log:
+            log_data += d
+        elif s.base_file is not None and st.path == s.base_file.path:
+            base_rows = records
+    if changelog:
+        return data + pre + deletes
+    return (data if base_rows is None else min(data, base_rows + log_data)) + deletes

@@ -29,7 +29,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypedDict, TypeVar, cast
 
 import pyarrow as pa
 
@@ -58,17 +58,55 @@ Task = TypeVar("Task")
 TaskFactory = Callable[[list[SplitRange], pa.Schema, CommitCheck | None, CommitClock], Task]
 
 
-def canonical(offset: dict) -> dict:
+class Offset(TypedDict, total=False):
+    """Spark's offset of this source (see the module docstring); ``sid`` is absent only from the initial one."""
+
+    v: int
+    seq: int
+    rec: int
+    sid: str
+
+
+class BatchSummary(TypedDict):
+    """What an admitted batch holds (see :func:`admit`): the source's ``lastBatch`` metric."""
+
+    splits: int
+    rowsEstimate: int
+    bytesEstimate: int
+    instants: int
+
+
+class SourceMetrics(TypedDict):
+    """The source's progress report (:meth:`StreamDriver.metrics`), as ``query.lastProgress`` shows it."""
+
+    cursor: str | None
+    latestInstant: str | None
+    lagInstants: int
+    lagSeconds: float | None
+    pendingSplits: int
+    pendingRowsEstimate: int
+    pendingBytesEstimate: int
+    lastBatch: BatchSummary | dict
+    lateInstants: int
+    cleanRetainsFrom: str | None
+    retentionHeadroomInstants: int | None
+    blockedByPendingInstant: str | None
+
+
+def canonical(offset: Offset) -> Offset:
     """Spark compares offsets as JSON strings: equal offsets must serialise identically."""
-    return json.loads(json.dumps(offset, sort_keys=True))
+    return cast(Offset, json.loads(json.dumps(offset, sort_keys=True)))
 
 
-def make_offset(seq: int, rec: int, sid: str | None = None) -> dict:
+def make_offset(seq: int, rec: int, sid: str | None = None) -> Offset:
     """An offset; ``sid`` (the stream's identity) is left out only of the initial offset, which no state owns."""
-    return canonical({"v": OFFSET_VERSION, "seq": seq, "rec": rec, **({"sid": sid} if sid else {})})
+    offset = Offset(v=OFFSET_VERSION, seq=seq, rec=rec)
+    if sid:
+        offset["sid"] = sid
+    return canonical(offset)
 
 
-def position(offset: dict, location: str) -> tuple[int, int]:
+def position(offset: Offset, location: str) -> tuple[int, int]:
     """(split sequence, record) of an offset; one that points inside a split in another row order is refused."""
     seq, rec = int(offset["seq"]), int(offset["rec"])
     if rec and int(offset.get("v", 1)) != OFFSET_VERSION:
@@ -145,7 +183,8 @@ class BatchLimit:
                           _min(opts.max_instants_per_trigger, self.max_instants))
 
 
-def admit(pending: list[PlannedSplit], seq: int, rec: int, limit: BatchLimit) -> tuple[tuple[int, int], dict]:
+def admit(pending: list[PlannedSplit], seq: int, rec: int, limit: BatchLimit
+          ) -> tuple[tuple[int, int], BatchSummary]:
     """The end (split, record) of the batch that starts at (``seq``, ``rec``), and what it holds.
 
     Whole splits are taken while every limit allows. A split whose remaining rows (its row bound minus the
@@ -194,7 +233,7 @@ def admit(pending: list[PlannedSplit], seq: int, rec: int, limit: BatchLimit) ->
             instants += p.instants_in_round
         if cut:
             break
-    return (end_seq, end_rec), {"splits": files, "rowsEstimate": rows, "bytesEstimate": nbytes, "instants": instants}
+    return (end_seq, end_rec), BatchSummary(splits=files, rowsEstimate=rows, bytesEstimate=nbytes, instants=instants)
 
 
 def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -> list[Task]:
@@ -255,7 +294,7 @@ class StreamDriver:
         self._last_poll = 0.0
         self._caught_up = False
         #: what the last admitted batch holds (see :func:`admit`), for the progress metrics
-        self.last_batch: dict = {}
+        self.last_batch: BatchSummary | dict = {}
         self._sig = False
         self.blocked_by: str | None = None
 
@@ -433,7 +472,7 @@ class StreamDriver:
         return self.opts.max_instants_per_trigger
 
     # -- offsets -----------------------------------------------------------------------------------------------
-    def _explain(self, offset: dict) -> tuple[int, int]:
+    def _explain(self, offset: Offset) -> tuple[int, int]:
         """The position of an offset Spark hands back, once the state is shown to have served it.
 
         Refused (one line naming the state folder, the offset and what to do): an empty state folder with a
@@ -461,7 +500,7 @@ class StreamDriver:
                              "folder, or start a new stream: a new checkpointLocation and a new stateLocation")
         return seq, rec
 
-    def latest_offset(self, start: dict, limit: BatchLimit) -> dict:
+    def latest_offset(self, start: Offset, limit: BatchLimit) -> Offset:
         seq, rec = self._explain(start)
         if not self.state.started:
             self._start()
@@ -499,7 +538,7 @@ class StreamDriver:
         least = self.opts.min_rows_per_trigger
         return least is not None and not self.available_now and sum(p.split.est_rows for p in pending) - rec < least
 
-    def partitions(self, start: dict, end: dict, make: TaskFactory) -> list[Task]:
+    def partitions(self, start: Offset, end: Offset, make: TaskFactory) -> list[Task]:
         """The batch ``start``..``end`` as tasks: all ranges of one file group in one task, in sequence order
         (keeps per-key order within one task), made by ``make``."""
         (s_seq, s_rec), (e_seq, e_rec) = self._explain(start), self._explain(end)
@@ -519,7 +558,7 @@ class StreamDriver:
         columns, commits = _task_inputs(self.table, self.output)
         return [make(r, columns, commits, task_clock(self.table, r, self.opts)) for _, r in sorted(groups.items())]
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: Offset) -> None:
         e_seq = int(end["seq"])
         st = self.state
         if e_seq > st.committed_seq:
@@ -527,7 +566,7 @@ class StreamDriver:
             st.committed_seq = e_seq
             self.store.save(st)
 
-    def metrics(self) -> dict:
+    def metrics(self) -> SourceMetrics:
         """Progress a user reads in ``query.lastProgress`` (Spark shows it as the source's latestOffset).
 
         Row "estimates" are upper bounds (the splits' ``est_rows``), byte ones the exact sizes of the files the
@@ -537,34 +576,37 @@ class StreamDriver:
         pending = st.pending_from(st.committed_seq)
         behind, _ = self.monitor.completed_after(st.cursor, known=st.known, floor=self.floor)
         latest = self.monitor.cursor_of(behind[-1]) if behind else st.cursor
-        return canonical({"cursor": st.cursor.requested if st.cursor else None,
-                          "latestInstant": latest.requested if latest else None,
-                          "lagInstants": len(behind),
-                          "lagSeconds": _seconds_between(st.cursor, latest),
-                          "pendingSplits": len(pending),
-                          "pendingRowsEstimate": sum(p.split.est_rows for p in pending),
-                          "pendingBytesEstimate": sum(p.split.est_bytes for p in pending),
-                          "lastBatch": self.last_batch,
-                          "lateInstants": st.late_instants,
-                          **self._retention(pending, behind),
-                          "blockedByPendingInstant": self.blocked_by})
+        retains_from, headroom = self._retention(pending, behind)
+        report = SourceMetrics(cursor=st.cursor.requested if st.cursor else None,
+                               latestInstant=latest.requested if latest else None,
+                               lagInstants=len(behind),
+                               lagSeconds=_seconds_between(st.cursor, latest),
+                               pendingSplits=len(pending),
+                               pendingRowsEstimate=sum(p.split.est_rows for p in pending),
+                               pendingBytesEstimate=sum(p.split.est_bytes for p in pending),
+                               lastBatch=self.last_batch,
+                               lateInstants=st.late_instants,
+                               cleanRetainsFrom=retains_from, retentionHeadroomInstants=headroom,
+                               blockedByPendingInstant=self.blocked_by)
+        return cast(SourceMetrics, json.loads(json.dumps(report, sort_keys=True)))
 
-    def _retention(self, pending: list[PlannedSplit], unplanned: list) -> dict:
+    def _retention(self, pending: list[PlannedSplit], unplanned: list) -> tuple[str | None, int | None]:
         """How close the cleaner is to files this stream still needs (Hudi has no reader lease to hold it off).
 
-        ``retentionHeadroomInstants``: writes the newest clean retained minus writes since the oldest instant
+        (``cleanRetainsFrom``, ``retentionHeadroomInstants``): the newest clean's earliest retained instant, and
+        writes the newest clean retained minus writes since the oldest instant
         the stream still reads (a pending split's, or the first completed one not yet planned) — at 0 or
         below, the next clean of the same policy may remove them, and a warning is logged while the data is
         still there. A stream that has caught up needs only the newest slices, which every clean keeps.
         """
         retention = self.table.timeline.clean_retention()
         if retention is None:
-            return {"cleanRetainsFrom": None, "retentionHeadroomInstants": None}
+            return None, None
         retains_from, kept = retention
         needed = [min(p.split.instants or [p.split.max_instant]) for p in pending]
         needed += [e.requested_time for e in unplanned]
         if not needed:
-            return {"cleanRetainsFrom": retains_from, "retentionHeadroomInstants": kept}
+            return retains_from, kept
         oldest = min(needed)
         since = sum(1 for e in self.table.timeline.completed_writes() if e.requested_time >= oldest)
         headroom = kept - since
@@ -572,7 +614,7 @@ class StreamDriver:
             log.warning("hudi_streaming: %s: the cleaner keeps the last %d writes (from %s); this stream still reads "
                         "from %s, %d writes back: the next clean may remove files it needs", self.table.url, kept,
                         retains_from, oldest, since)
-        return {"cleanRetainsFrom": retains_from, "retentionHeadroomInstants": headroom}
+        return retains_from, headroom
 
 
 def _seconds_between(a: Cursor | None, b: Cursor | None) -> float | None:

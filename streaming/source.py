@@ -10,6 +10,7 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
@@ -29,7 +30,7 @@ from ..hoodie.changes import CommitClock
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
 from .consumer import SplitRange, consume
-from .driver import BatchLimit, StreamDriver, make_offset, plan_batch_read, source_schema
+from .driver import BatchLimit, Offset, StreamDriver, make_offset, plan_batch_read, source_schema
 from .options import (
     TABLE_OPTIONS_KEY,
     ReadMode,
@@ -153,8 +154,9 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._driver = StreamDriver(self.opts, to_arrow_schema(self.spark_schema, timezone="UTC"))
         return self._driver
 
+    # Spark hands offsets over as plain dicts: they become the driver's typed Offset here, and back
     def initialOffset(self) -> dict:
-        return make_offset(0, 0)
+        return dict(make_offset(0, 0))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         o = self.opts
@@ -173,16 +175,16 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.driver.install_sigterm()
         spark_limit = BatchLimit(max_rows=getattr(limit, "max_rows", None), max_files=getattr(limit, "max_files", None),
                                  max_bytes=getattr(limit, "max_bytes", None))
-        return self.driver.latest_offset(start or make_offset(0, 0), spark_limit)
+        return dict(self.driver.latest_offset(cast(Offset, start) or make_offset(0, 0), spark_limit))
 
     def reportLatestOffset(self):
         return self.driver.metrics()
 
     def partitions(self, start: dict, end: dict):
-        return self.driver.partitions(start, end, FileGroupPartition)
+        return self.driver.partitions(cast(Offset, start), cast(Offset, end), FileGroupPartition)
 
     def commit(self, end: dict) -> None:
-        self.driver.commit(end)
+        self.driver.commit(cast(Offset, end))
 
     def stop(self) -> None:
         if self._driver is not None:

@@ -56,17 +56,23 @@ def test_commit_columns_follow_hudis_timeline(name, tmp_path):
         last[r["_hoodie_record_key"]] = seen
 
 
-def test_a_local_timeline_is_read_in_the_writers_zone(tmp_path):
-    """The same instants read as written in UTC and, with the writer's zone given, in New York: the versions
-    (the instants' digits) stay, the moments move by New York's offset."""
-    utc = _oracle_table("mor_v9_basic", tmp_path / "utc")
-    local = tmp_path / "local"
+def _utc_and_local(tmp: Path) -> tuple[Path, Path]:
+    """Two copies of one table Hudi wrote: its timeline declared UTC, and LOCAL (a writer in some zone)."""
+    utc = _oracle_table("mor_v9_basic", tmp / "utc")
+    local = tmp / "local"
     shutil.copytree(utc, local)
     for table, zone in ((utc, "UTC"), (local, "LOCAL")):
         props = table / ".hoodie" / "hoodie.properties"
         lines = [ln for ln in props.read_text().splitlines() if not ln.startswith("hoodie.table.timeline.timezone=")]
         props.write_text("\n".join(lines + [f"hoodie.table.timeline.timezone={zone}"]) + "\n")
         assert HudiTable(str(table)).config.timeline_timezone == zone
+    return utc, local
+
+
+def test_a_local_timeline_is_read_in_the_writers_zone(tmp_path):
+    """The same instants read as written in UTC and, with the writer's zone given, in New York: the versions
+    (the instants' digits) stay, the moments move by New York's offset."""
+    utc, local = _utc_and_local(tmp_path)
     a = read_changes(str(utc), timeline_zone="America/New_York")  # ignored: the table says UTC
     b = read_changes(str(local), timeline_zone="America/New_York")
     assert a["_commit_version"] == b["_commit_version"]
@@ -131,13 +137,7 @@ def test_a_starting_timestamp_names_the_same_moment_on_a_local_timeline(tmp_path
     a starting timestamp given in UTC starts each stream at the write that completed at that moment."""
     from stream_sim import make_reader, run_batches
 
-    utc = _oracle_table("mor_v9_basic", tmp_path / "utc")
-    local = tmp_path / "local"
-    shutil.copytree(utc, local)
-    for table, zone in ((utc, "UTC"), (local, "LOCAL")):
-        props = table / ".hoodie" / "hoodie.properties"
-        lines = [ln for ln in props.read_text().splitlines() if not ln.startswith("hoodie.table.timeline.timezone=")]
-        props.write_text("\n".join(lines + [f"hoodie.table.timeline.timezone={zone}"]) + "\n")
+    utc, local = _utc_and_local(tmp_path)
     writes = HudiTable(str(utc)).timeline.completed_writes()
     third = writes[2]
     c = third.completion_time

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -40,7 +39,7 @@ from hudi_streaming import read_table
 from hudi_streaming.hoodie import HudiTable
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
-from harness import live_writer  # noqa: E402
+from harness import kill_group, live_writer  # noqa: E402
 from stream_sim import make_reader, run_batches  # noqa: E402
 from verify import _plain, apply_upserts, change_feed, delivered, feed_differences, state_differences  # noqa: E402
 
@@ -98,11 +97,7 @@ class ConnectServer:
 
     def kill(self) -> None:
         """SIGKILL the whole process group: the server's JVM and every Python process it started."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
+        kill_group(self.proc)
 
 
 def wait_for(condition, what: str, server: ConnectServer | None = None) -> None:

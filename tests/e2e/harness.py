@@ -42,11 +42,7 @@ class Driver:
 
     def kill(self) -> None:
         """SIGKILL the whole process group: the job's Python process, Spark's JVM and its Python workers."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
+        kill_group(self.proc)
         self._reader.join(5)
 
     def wait(self, timeout: float) -> int:
@@ -56,6 +52,15 @@ class Driver:
 
     def errors(self) -> list[str]:
         return [ln for ln in self.lines if "Error" in ln or "Exception" in ln]
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a process started in a group of its own, and everything it started; wait for it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def live_writer(table: Path, late_share: float, retain_commits: int = 5) -> tuple[list, Callable[[], None]]:

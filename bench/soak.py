@@ -2,7 +2,7 @@
 
     python bench/soak.py [--cycles 100] [--work DIR] [--seed 0] [--block 10] [--version 9]
                          [--table-type MERGE_ON_READ] [--clock-skew 90] [--writer-pause 20] [--max-life 45]
-                         [--point-timeout 90] [--sink overwrite|guarded]
+                         [--point-timeout 90] [--sink overwrite|guarded] [--object-store [--fault-rate 0.05]]
 
 Each cycle starts the e2e job (``tests/e2e/stream_driver.py``: a real local Spark query, changelog mode with
 deletes, task retries on) and kills it, taking these in turn:
@@ -31,11 +31,20 @@ report shows kills per point and, per block of ``--block`` cycles, the driver's 
 the job's Python process, Spark's JVM, the streaming source runner and the Python workers — and the size of
 the source's state folder. Linux only (``/proc``). Exits 1 when a change was lost or duplicated or the job
 failed with an error of the source.
+
+``--object-store``: the table and the stream's state live on S3 (moto's server on loopback, ``tests/s3_server.py``)
+and the job reaches them through the fault-injecting proxy (``tests/s3_fault_proxy.py``), which fails
+``--fault-rate`` of its requests — 503 SlowDown, 500, a reset before or after the headers, a stall past the job's
+read timeout (3 s), a truncated body (GETs), in equal shares — and also applies that share of the conditional PUTs
+of state files and then answers 500 or resets. The writer writes to the server directly (it is not what is tested)
+and commits no late pairs (they move files on a local disk). The report adds the proxy's requests and faults per
+kind; a source error now includes ``StoreError`` (a store given up after ``retry_deadline_seconds``).
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import random
 import re
@@ -61,13 +70,15 @@ from hudi_streaming.state import StateStore  # noqa: E402
 POINTS = ["driver.poll", "state.before_write", "state.after_write", "sink.after_write", "consumer.read"]
 #: a line of the job's output that means the source itself failed (not a kill)
 SOURCE_ERROR = re.compile(r"\b(StateError|DataLossError|CorruptFileError|InvalidTableContentError|SchemaChangeError|"
-                          r"OptionError|UnsupportedTableError|HudiStreamingError)\b")
+                          r"OptionError|UnsupportedTableError|StoreError|HudiStreamingError)\b")
 KEYS, PARTITIONS, BATCH, SEED = 2000, 4, 60, 7
 #: the cleaner keeps the slices of the last 30 writes (minutes of the stream's lag); it only looks at the active
 #: timeline, so archiving keeps more instants active than that
 COMPACT_EVERY, CLEAN_EVERY, ARCHIVE_EVERY, RETAIN_COMMITS, KEEP_ACTIVE = 4, 6, 9, 30, 45
 #: a named point fires at its 1st to 6th visit: the job delivers a few batches first, so that the stream keeps up
 MAX_VISIT = 6
+#: --object-store: the storage options that reach the S3 server directly (None: the table is a local folder)
+STORE: dict | None = None
 
 
 # -- the writer process -------------------------------------------------------------------------------------------
@@ -84,23 +95,25 @@ def skew_writer_clock(offset: dt.timedelta) -> None:
     timeline_io.dt = types.SimpleNamespace(datetime=Skewed, timezone=dt.timezone, timedelta=dt.timedelta)
 
 
-def writer_main(url: str, version: int, table_type: str, skew: float, pause: float, seed: int) -> None:
+def writer_main(url: str, version: int, table_type: str, skew: float, pause: float, seed: int,
+                storage_options: dict | None = None, busy_path: str | None = None) -> None:
     """Write load-generator steps with table services until killed (resuming after the last completed step);
-    the file :func:`busy_file` exists while it writes. On a v9 MOR table some delete steps complete late (see
-    :func:`write_late_pair`)."""
+    the file :func:`busy_file` (or ``busy_path``) exists while it writes. On a local v9 MOR table some delete
+    steps complete late (see :func:`write_late_pair`)."""
     from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
 
     rng = random.Random(f"{seed}:{os.getpid()}")
-    gen = LoadGenerator(url, KEYS, PARTITIONS, seed=SEED, batch=BATCH, table_type=table_type, version=version,
-                        late_share=0.0, name="soak")
+    gen = LoadGenerator(url, keys=KEYS, partitions=PARTITIONS, seed=SEED, batch=BATCH, table_type=table_type,
+                        version=version, late_share=0.0, name="soak", storage_options=storage_options)
     w = gen.writer
     assert w is not None
-    table, busy = Path(url), busy_file(Path(url))
+    table, busy = Path(url), Path(busy_path) if busy_path else busy_file(Path(url))
     while True:
         n = gen.steps_done + 1
         skew_writer_clock(dt.timedelta(seconds=skew if (n // 4) % 2 else -skew))
         busy.touch()
-        if version >= 8 and table_type == "MERGE_ON_READ" and not has_services(n) and completes_late(gen):
+        if storage_options is None and version >= 8 and table_type == "MERGE_ON_READ" and not has_services(n) \
+                and completes_late(gen):
             write_late_pair(gen, table, rng)
         else:
             gen.step()
@@ -129,7 +142,7 @@ def completes_late(gen) -> bool:
     change type depend on what the stream could see, which the model does not follow)."""
     from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
 
-    dry = LoadGenerator(None, KEYS, PARTITIONS, seed=SEED, batch=BATCH, late_share=0.0)
+    dry = LoadGenerator(None, keys=KEYS, partitions=PARTITIONS, seed=SEED, batch=BATCH, late_share=0.0)
     dry.present, dry.steps_done = dict(gen.present), gen.steps_done
     first, second = dry.plan(), dry.plan()
     return first.kind == "delete" and not set(first.data.column("key").to_pylist()) & set(
@@ -201,8 +214,10 @@ def busy_file(table: Path) -> Path:
 class Writer:
     """The writer process, SIGKILLed at random moments and restarted by a thread of the soak."""
 
-    def __init__(self, args, table: Path, log: Path):
+    def __init__(self, args, table: Path | str, log: Path):
         self.args, self.table, self.log = args, table, log
+        #: exists while the writer writes: beside a local table, in the soak's folder for one on S3
+        self.busy = busy_file(Path(table)) if STORE is None else log.with_name("writer-busy")
         self.kills = 0
         #: why the writer ended by itself (a writer bug: it only ever stops when killed)
         self.failure: str | None = None
@@ -212,17 +227,20 @@ class Writer:
         self._thread.start()
 
     def _start(self) -> subprocess.Popen:
-        reveal_late(self.table)  # a commit the killed writer held back lands now, before the next write
+        if STORE is None:
+            reveal_late(Path(self.table))  # a commit the killed writer held back lands now, before the next write
         cmd = [sys.executable, __file__, "--writer-process", str(self.table), "--version", str(self.args.version),
                "--table-type", self.args.table_type, "--clock-skew", str(self.args.clock_skew),
                "--writer-pause", str(self.args.writer_pause), "--seed", str(self.args.seed)]
+        if STORE is not None:
+            cmd += ["--writer-storage-options", json.dumps(STORE), "--writer-busy", str(self.busy)]
         with open(self.log, "a") as out:
             return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def _chaos(self) -> None:
         """Every 10-40 s, kill the writer while it writes (a step or a table service): its instant fails."""
         rng = random.Random(self.args.seed)
-        busy = busy_file(self.table)
+        busy = self.busy
         while not self._stop.wait(rng.uniform(10, 40)):
             deadline = time.monotonic() + 60
             while not busy.exists() and time.monotonic() < deadline:
@@ -241,7 +259,8 @@ class Writer:
         self._thread.join()
         self._proc.kill()
         self._proc.wait()
-        reveal_late(self.table)
+        if STORE is None:
+            reveal_late(Path(self.table))
 
     def late_commits(self) -> int:
         """Steps whose completed file landed after the next step's (counted from the writer's log)."""
@@ -292,7 +311,13 @@ class Peak:
         return self.values
 
 
-def folder_size(path: Path) -> tuple[int, int]:
+def folder_size(path: Path | str) -> tuple[int, int]:
+    if STORE is not None:
+        from hudi_streaming.hoodie.storage import Storage
+
+        infos = Storage(str(path), STORE).list_dir("")
+        return len(infos), sum(i.size for i in infos)
+    path = Path(path)
     files = [p for p in path.iterdir() if p.is_file()] if path.exists() else []
     return len(files), sum(p.stat().st_size for p in files)
 
@@ -337,13 +362,13 @@ def run_cycle(args, rng: random.Random, table: Path, work: Path, cycle: int, opt
     return peak.stop(), [ln for ln in driver.lines if SOURCE_ERROR.search(ln)]
 
 
-def model_feed(table: Path) -> tuple[list[tuple], int]:
+def model_feed(table: Path | str) -> tuple[list[tuple], int]:
     """The change feed of every step whose commit completed: the load generator's plans replayed, each with the
     instant of the commit that recorded its step number; and the number of steps."""
     from hudi_streaming import HudiTable
     from hudi_streaming.hoodie.writer.loadgen import STEP_KEY, LoadGenerator
 
-    t = HudiTable(str(table))
+    t = HudiTable(str(table), STORE)
     instant_of = {}
     for e in t.timeline.completed_writes(include_archived=True):
         step = t.timeline.commit_metadata(e.requested_time).extra_metadata.get(STEP_KEY)
@@ -351,7 +376,7 @@ def model_feed(table: Path) -> tuple[list[tuple], int]:
             if int(step) in instant_of:
                 raise SystemExit(f"step {step} was committed twice: {instant_of[int(step)]} and {e.requested_time}")
             instant_of[int(step)] = e.requested_time
-    dry = LoadGenerator(None, KEYS, PARTITIONS, seed=SEED, batch=BATCH, late_share=0.0)
+    dry = LoadGenerator(None, keys=KEYS, partitions=PARTITIONS, seed=SEED, batch=BATCH, late_share=0.0)
     steps = []
     for n in range(1, max(instant_of, default=0) + 1):
         s = dry.plan()
@@ -360,30 +385,60 @@ def model_feed(table: Path) -> tuple[list[tuple], int]:
     return change_feed(steps), len(steps)
 
 
-def first_write(table: Path, check: Callable[[], None] = lambda: None) -> str:
+def first_write(table: Path | str, check: Callable[[], None] = lambda: None) -> str:
     """The requested time of the table's first completed write, once the writer has made it: the stream starts
     there, so that it delivers every step as a change (a start from ``earliest`` would be a snapshot). ``check``
     runs while it waits, and raises to give up (a writer that died)."""
     from hudi_streaming import HudiTable
+    from hudi_streaming.hoodie.storage import Storage
 
     while True:
-        if (table / ".hoodie" / "hoodie.properties").exists():
-            writes = HudiTable(str(table)).timeline.completed_writes()
+        if Storage(str(table), STORE).exists(".hoodie/hoodie.properties"):
+            writes = HudiTable(str(table), STORE).timeline.completed_writes()
             if writes:
                 return writes[0].requested_time
         check()
         time.sleep(0.2)
 
 
-def actions(table: Path) -> tuple[Counter, int]:
+def actions(table: Path | str) -> tuple[Counter, int]:
     """Completed instants per action, active and archived (rollbacks are the writer's failed writes), and how
     many were archived."""
     from hudi_streaming import HudiTable
 
-    t = HudiTable(str(table))
+    t = HudiTable(str(table), STORE)
     done = Counter(e.instant.action.value for e in t.timeline.entries if e.is_completed)
     done.update(a.action.value for a in t.timeline.archived.instants)
     return done, len(t.timeline.archived.instants)
+
+
+class ObjectStore:
+    """--object-store: moto's S3 server and the fault-injecting proxy in front of it, in this process (threads)
+    for the whole soak; the jobs reach the proxy, the writer the server."""
+
+    def __init__(self, rate: float, seed: int):
+        sys.path.insert(0, str(REPO / "tests"))
+        from s3_fault_proxy import Fault, FaultProxy
+        from s3_server import S3Server
+
+        self.server = S3Server()
+        self.proxy = FaultProxy(self.server, seed=seed, stall_seconds=6.0)
+        general = ["503", "500", "reset_before", "reset_after", "stall", "truncate"]
+        # about ``rate`` of all requests in equal shares (truncation on GETs only), and as much again of the
+        # conditional PUTs applied, then answered 500 or reset
+        self.proxy.set_faults(*[Fault(k, rate=rate / len(general)) for k in general],
+                              Fault("applied_500", rate=rate / 2, ops=frozenset({"CPUT"})),
+                              Fault("applied_reset", rate=rate / 2, ops=frozenset({"CPUT"})))
+
+    def job_options(self, state: str) -> dict[str, str]:
+        return {**self.proxy.spark_options, "stateLocation": state,
+                "fs.config_kwargs": json.dumps({"read_timeout": 3, "connect_timeout": 3})}
+
+    def stop(self) -> dict:
+        stats = self.proxy.stats()
+        self.proxy.stop()
+        self.server.stop()
+        return stats
 
 
 def mib(n: int) -> str:
@@ -405,18 +460,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-life", type=float, default=45.0, help="seconds after its start a random kill comes at most")
     ap.add_argument("--point-timeout", type=float, default=90.0)
     ap.add_argument("--sink", default="overwrite", choices=["overwrite", "guarded"])
+    ap.add_argument("--object-store", action="store_true",
+                    help="table and state on S3 (moto on loopback) behind the fault-injecting proxy")
+    ap.add_argument("--fault-rate", type=float, default=0.05, help="--object-store: the share of requests failed")
     ap.add_argument("--writer-process", metavar="URL", help=argparse.SUPPRESS)
+    ap.add_argument("--writer-storage-options", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--writer-busy", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.writer_process:
         writer_main(args.writer_process, args.version, args.table_type, args.clock_skew, args.writer_pause,
-                    args.seed)
+                    args.seed, json.loads(args.writer_storage_options) if args.writer_storage_options else None,
+                    args.writer_busy)
         return 0
     root = Path(args.work or tempfile.mkdtemp(prefix="hudi-streaming-soak-"))
-    table, work = root / "table", root / "job"
+    table: Path | str = root / "table"
+    work = root / "job"
+    state: Path | str = work / "state"
     work.mkdir(parents=True, exist_ok=True)
     job_args = ["--sinks", args.sink, "--task-retries", "4"]
-    print(f"soak in {root}: {args.cycles} cycles, seed {args.seed}, table v{args.version} {args.table_type}, "
-          f"writer clock ±{args.clock_skew:g} s", flush=True)
+    store = ObjectStore(args.fault_rate, args.seed) if args.object_store else None
+    if store is not None:
+        global STORE
+        STORE = store.server.storage_options
+        table, state = store.server.url("soak/table"), store.server.url("soak/state")
+    print(f"soak in {root}: {args.cycles} cycles, seed {args.seed}, table v{args.version} {args.table_type} "
+          f"at {table}, writer clock ±{args.clock_skew:g} s"
+          + (f", S3 through the proxy at {args.fault_rate:.0%} faults" if store else ""), flush=True)
     writer = Writer(args, table, root / "writer.log")
     rng = random.Random(args.seed)
     kills: Counter = Counter()
@@ -427,6 +496,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         options = {"readMode": "changelog", "emitDeletes": "true", "maxRowsPerTrigger": "400", "miniBatchSize": "64",
                    "startingInstant": first_write(table)}
+        if store is not None:
+            options.update(store.job_options(str(state)))
         for cycle in range(args.cycles):
             peak, errors = run_cycle(args, rng, table, work, cycle, options, job_args, kills)
             block_peak = tuple(max(a, b) for a, b in zip(block_peak, peak))  # type: ignore[assignment]
@@ -434,8 +505,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"cycle {cycle}: stopped: {writer.failure or ''}\n  " + "\n  ".join(errors[:10]), flush=True)
                 break
             if (cycle + 1) % args.block == 0 or cycle + 1 == args.cycles:
-                blocks.append((cycle + 1, time.monotonic() - block_start, *block_peak,
-                               *folder_size(work / "state")))
+                blocks.append((cycle + 1, time.monotonic() - block_start, *block_peak, *folder_size(state)))
                 print(f"cycle {cycle + 1}: {time.monotonic() - began:.0f} s, kills {dict(kills)}", flush=True)
                 block_peak, block_start = (0, 0, 0), time.monotonic()
     finally:
@@ -443,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     drain = Driver(table, work, options, until_caught_up=True, args=job_args)
     peak, drained = Peak(drain), time.monotonic()
     rc = drain.wait(1800)
-    blocks.append(("drain", time.monotonic() - drained, *peak.stop(), *folder_size(work / "state")))
+    blocks.append(("drain", time.monotonic() - drained, *peak.stop(), *folder_size(state)))
     errors += [ln for ln in drain.lines if SOURCE_ERROR.search(ln)]
     expected, n_steps = model_feed(table)
     rows = appended(work / "guarded") if args.sink == "guarded" else delivered(work / "out")
@@ -455,9 +525,13 @@ def main(argv: list[str] | None = None) -> int:
     done, archived = actions(table)
     print(f"writer: {n_steps} steps committed, killed {writer.kills} times, instants per action {dict(done)} "
           f"({archived} archived), clock ±{args.clock_skew:g} s")
-    state = StateStore(str(work / "state")).newest()
+    newest = StateStore(str(state), STORE).newest()
     print(f"late commits: {writer.late_commits()} steps completed after the next step; the stream planned "
-          f"{state.late_instants if state else 0} instants late (lateInstants)")
+          f"{newest.late_instants if newest else 0} instants late (lateInstants)")
+    if store is not None:
+        stats = store.stop()
+        print(f"object store: {stats['requests']} requests through the proxy ({stats['by_op']}), "
+              f"{stats['injected']} faults injected ({stats['faults']})")
     print(f"changes expected {len(expected)}, delivered {len(rows)}, duplicated {len(diff['duplicated'])}, "
           f"lost {len(diff['lost'])}, unexpected {len(diff['unexpected'])}; final drain exit code {rc}")
     print("driver peak RSS (MiB) and state folder per block of cycles:")

@@ -101,7 +101,7 @@ def list_data_files(storage: Storage) -> list[FileInfo]:
     """Every file below the table root outside ``.hoodie`` (one recursive listing, cheap on object stores),
     without the Hadoop checksum files Hudi's own listings never show (:func:`is_checksum_file`)."""
     out = []
-    for path, detail in storage.fs.find(storage.root, detail=True).items():
+    for path, detail in storage.find().items():
         rel = path[len(storage.root):].lstrip("/") if path.startswith(storage.root) else path
         if rel.startswith(".hoodie/") or "/.hoodie/" in rel or is_checksum_file(posixpath.basename(rel)):
             continue

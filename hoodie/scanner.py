@@ -117,7 +117,7 @@ def scan_blocks(storage: Storage, log_files: Iterable[tuple[str, int | None]], m
     t0 = time.perf_counter()
     queue: list[LogBlock] = []
     for path, size in log_files:
-        data = storage.read_bytes(path)
+        data = storage.read_bytes(path, size=size or None)  # shorter than planned: retried, then an error
         for block in iter_blocks(data[:size] if size else data, path):
             stats.blocks += 1
             if block.type is BlockType.CORRUPT:

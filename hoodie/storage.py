@@ -10,23 +10,31 @@ weeks in one process and must see the instants, data files and state files other
 :class:`Storage`). What never changes once written is cached above this layer, where it is known to be
 immutable (decoded instant files in the timeline, partition listings the monitor keeps current from commit
 metadata).
+
+An object store that fails now and then (throttling, 5xx, dropped connections, stalls, short bodies) is retried
+with backoff, bounded in time (the storage option ``retry_deadline_seconds``, see :mod:`.retry`); every retry is
+counted process-wide (:func:`storage_retries`). A store that keeps failing, refuses access, or a local file system
+that is full or read-only is one :class:`~hudi_streaming.errors.StoreError` line naming the file, the operation
+and the last error. Errors callers act on — a missing file, an existing one — stay what they are.
 """
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import posixpath
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Concatenate, ParamSpec, TypeVar
+from typing import IO, Any, Concatenate, ParamSpec, TypeVar
 
 import fsspec
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..errors import InvalidTableContentError, OptionError
+from ..errors import CorruptFileError, InvalidTableContentError, OptionError
+from . import retry as _retry
 
 try:  # s3fs's own credential errors, which it passes through untranslated; other stores have none of these
     from botocore.exceptions import NoCredentialsError, PartialCredentialsError
@@ -36,6 +44,23 @@ except ImportError:  # pragma: no cover - botocore comes with s3fs
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+log = logging.getLogger(__name__)
+
+#: the storage option (Spark: ``fs.retry_deadline_seconds``) bounding how long a failing operation is retried
+RETRY_DEADLINE_OPTION = "retry_deadline_seconds"
+
+
+def storage_retries() -> int:
+    """Requests and operations retried in this process since it started, by botocore and by :class:`Storage`'s
+    own bounded loop (details: :func:`storage_retry_counts`). Process-wide: a stream's driver counts its own."""
+    counts = _retry.retry_counts()
+    return counts["clientRetries"] + counts["storageRetries"]
+
+
+def storage_retry_counts() -> dict[str, int]:
+    """``clientRetries``, ``storageRetries``, ``ownWrites`` and ``storeErrors`` of this process (see
+    :func:`hudi_streaming.hoodie.retry.retry_counts`)."""
+    return _retry.retry_counts()
 
 
 @dataclass(frozen=True)
@@ -79,8 +104,24 @@ class Storage:
 
     def __init__(self, url: str, storage_options: dict | None = None):
         self.url = url.rstrip("/") or "/"
-        self.fs, root = fsspec.core.url_to_fs(self.url, **{**(storage_options or {}), "use_listings_cache": False})
+        options = dict(storage_options or {})
+        #: seconds a failing operation is retried before it is a StoreError (see :mod:`.retry`)
+        self.retry_deadline = _deadline(options.pop(RETRY_DEADLINE_OPTION, None))
+        s3 = fsspec.core.split_protocol(self.url)[0] in ("s3", "s3a")
+        if s3:
+            options = _s3_retry_settings(options)
+        self.fs, root = fsspec.core.url_to_fs(self.url, **{**options, "use_listings_cache": False})
         self.root = root.rstrip("/") or "/"
+        #: the object store's endpoint, named in errors (empty: the URL names it)
+        self._endpoint = str((options.get("client_kwargs") or {}).get("endpoint_url") or "") if s3 else ""
+        if s3 and hasattr(self.fs, "retries"):
+            self.fs.retries = 1  # s3fs's own loop nests and has no deadline: this class's loop replaces it
+            _count_client_retries(self.fs)
+
+    def _retrying(self, op: str, rel: str, fn: Callable[[], _T]) -> _T:
+        """``fn()`` under the bounded retry of :func:`.retry.call`, errors naming ``rel`` and ``op``."""
+        where = self.url if rel in ("", ".") else f"{self.url}/{rel}"
+        return _retry.call(fn, where=where, op=op, deadline=self.retry_deadline, store=self._endpoint)
 
     def full(self, rel: str) -> str:
         """Absolute fsspec path of ``rel``, which must stay inside the table root — symbolic links included: a
@@ -102,15 +143,41 @@ class Storage:
 
     @_credentials_checked
     def exists(self, rel: str) -> bool:
-        return self.fs.exists(self.full(rel))
+        full = self.full(rel)
+        return self._retrying("exists", rel, lambda: self.fs.exists(full))
 
     @_credentials_checked
-    def read_bytes(self, rel: str) -> bytes:
-        return self.fs.cat_file(self.full(rel))
+    def read_bytes(self, rel: str, size: int | None = None) -> bytes:
+        """The whole file. ``size``: the bytes the table's metadata recorded for it — a read that returns fewer is
+        retried as a failed read, and an object the store itself reports shorter is a :class:`CorruptFileError`
+        naming it (never fewer bytes, which would read as fewer rows)."""
+        full = self.full(rel)
+
+        def once() -> bytes:
+            data = self.fs.cat_file(full)
+            if size is not None and len(data) < size:
+                self._short_read(rel, len(data), size)
+            return data
+        return self._retrying("read", rel, once)
+
+    def _short_read(self, rel: str, got: int, expected: int) -> None:
+        """Raise for a read of ``got`` bytes where ``expected`` were due: the object is that short (corrupt), or
+        the read was cut (:class:`.retry.ShortRead`, retried)."""
+        actual = int(self.fs.size(self.full(rel)))
+        if actual < expected:
+            raise CorruptFileError(f"{self.url}/{rel}: the store holds {actual} bytes, fewer than the {expected} "
+                                   "bytes the table's metadata recorded (truncated or replaced)")
+        raise _retry.ShortRead(f"read {got} of {expected} bytes")
 
     @_credentials_checked
     def open(self, rel: str, mode: str = "rb"):
-        return self.fs.open(self.full(rel), mode)
+        """The file opened by fsspec; on an object store, reads of a file opened for reading are retried (see
+        :class:`_RetryingFile`)."""
+        full = self.full(rel)
+        f = self._retrying("open", rel, lambda: self.fs.open(full, mode))
+        if mode == "rb" and self._remote:
+            return _RetryingFile(self, rel, f)
+        return f
 
     @_credentials_checked
     def parquet_file(self, rel: str) -> pq.ParquetFile:
@@ -142,14 +209,21 @@ class Storage:
           into Python now and then abort the process at interpreter exit, apache/arrow#33975): readers pass
           ``use_threads=storage.arrow_threads``.
         """
+        full = self.full(rel)
         if self._local:
-            return _LOCAL.open_input_file(self.full(rel))
-        f = self.fs.open(self.full(rel), "rb", cache_type="none")  # no fsspec cache: each read is one request
-        size = getattr(f, "size", None)
-        if size is None or size <= WHOLE_FETCH_MAX:
-            with f:
-                return pa.BufferReader(f.read())
-        return f
+            return self._retrying("open", rel, lambda: _LOCAL.open_input_file(full))
+
+        def once() -> pa.NativeFile | IO[bytes]:
+            f = self.fs.open(full, "rb", cache_type="none")  # no fsspec cache: each read is one request
+            size = getattr(f, "size", None)
+            if size is None or size <= WHOLE_FETCH_MAX:
+                with f:
+                    data = f.read()
+                if size is not None and len(data) < size:
+                    raise _retry.ShortRead(f"read {len(data)} of {size} bytes")
+                return pa.BufferReader(data)
+            return _RetryingFile(self, rel, f)
+        return self._retrying("read", rel, once)
 
     @property
     def arrow_threads(self) -> bool:
@@ -168,9 +242,35 @@ class Storage:
         protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
         return protocol in ("file", "local")
 
+    @property
+    def _remote(self) -> bool:
+        """Neither local nor in memory: a store reached over a network, whose reads may fail half way."""
+        protocols = {self.fs.protocol} if isinstance(self.fs.protocol, str) else set(self.fs.protocol)
+        return not protocols & {"file", "local", "memory"}
+
     @_credentials_checked
     def size(self, rel: str) -> int:
-        return int(self.fs.size(self.full(rel)))
+        full = self.full(rel)
+        return int(self._retrying("stat", rel, lambda: self.fs.size(full)))
+
+    @_credentials_checked
+    def remove(self, rel: str) -> None:
+        """Remove one file; one that is gone already is no error."""
+        full = self.full(rel)
+
+        def once() -> None:
+            try:
+                self.fs.rm(full)
+            except FileNotFoundError:
+                pass
+        self._retrying("remove", rel, once)
+
+    @_credentials_checked
+    def find(self, rel: str = "") -> dict[str, dict]:
+        """Every file below ``rel`` (recursively) as fsspec's ``find(detail=True)`` gives them, retried like every
+        operation of this class (``hoodie.fs_view`` lists a table's data files so)."""
+        base = self.full(rel)
+        return self._retrying("list", rel, lambda: self.fs.find(base, detail=True))
 
     def list_dir(self, rel: str) -> list[FileInfo]:
         """Files (not directories) directly in ``rel``; empty when the directory does not exist."""
@@ -184,7 +284,7 @@ class Storage:
     def _ls(self, rel: str) -> list[tuple[FileInfo, bool]]:
         base = self.full(rel)
         try:
-            entries = self.fs.ls(base, detail=True)
+            entries = self._retrying("list", rel, lambda: self.fs.ls(base, detail=True))
         except (FileNotFoundError, NotADirectoryError):
             return []
         out = []
@@ -211,43 +311,169 @@ class Storage:
         ``makedirs`` would probe, and may even try to create, the bucket).
         """
         target = self.full(rel)
-        if self._local or "memory" in (self.fs.protocol if isinstance(self.fs.protocol, tuple)
-                                       else (self.fs.protocol,)):
+
+        def once() -> None:
+            if self._remote:
+                self.fs.pipe_file(target, data)  # a PUT again is the same PUT
+                return
             tmp = self._temporary(target, data)
             self.fs.mv(tmp, target)
-        else:
-            self.fs.pipe_file(target, data)
+        self._retrying("write", rel, once)
 
     @_credentials_checked
-    def create(self, rel: str, data: bytes) -> None:
+    def create(self, rel: str, data: bytes, make_parents: bool = True) -> None:
         """Write a new file whole and only if no file of that name exists (``FileExistsError``): what an owner
         that must not be overwritten by a second writer (a stream's state) needs.
 
         Local disks: a complete temporary file hard-linked to the name (``link`` fails if it exists). Object
         stores: a conditional PUT (s3fs's ``mode="create"``: ``If-None-Match: *``), visible only when complete.
-        Other fsspec stores check first, which is exclusive within a process only.
+        Other fsspec stores check first, which is exclusive within a process only. ``make_parents=False``: a
+        missing folder is ``FileNotFoundError`` (local and memory file systems), not created again.
+
+        A conditional PUT the store applied but whose answer was lost (a 500, a reset) is retried — by botocore
+        or here — and then finds the object existing. So ``FileExistsError`` is raised only when the object
+        holds other bytes than ``data``: the same bytes are this write (whoever sent them, the file is exactly
+        what this call was to create), counted in ``ownWrites`` (:func:`storage_retry_counts`).
         """
         target = self.full(rel)
+
+        def once() -> None:
+            try:
+                self._create_once(target, data, make_parents)
+            except FileExistsError:
+                if self.fs.cat_file(target) != data:
+                    raise
+                _retry.count("ownWrites")
+                log.info("hudi_streaming: %s/%s existed with exactly the bytes written: the store applied a write "
+                         "whose answer was lost; taken as done", self.url, rel)
+        self._retrying("create", rel, once)
+
+    def _create_once(self, target: str, data: bytes, make_parents: bool) -> None:
         if not self._local:
             self.fs.pipe_file(target, data, mode="create")
             return
-        tmp = self._temporary(target, data)
+        tmp = self._temporary(target, data, make_parents)
         try:
             os.link(tmp, target)
         finally:
             os.unlink(tmp)
 
-    def _temporary(self, target: str, data: bytes) -> str:
+    def _temporary(self, target: str, data: bytes, make_parents: bool = True) -> str:
         """``data`` in a complete sibling of ``target`` under a name no Hudi reader takes for a data file, even if
-        a crash leaves it behind (local and memory file systems, which have a rename)."""
-        self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
+        a crash leaves it behind (local and memory file systems, which have a rename). A write that fails (a
+        full disk) removes its temporary file."""
+        if make_parents:
+            self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
         tmp = f"{posixpath.dirname(target)}/.hoodie-streaming-tmp-{uuid.uuid4().hex}"
-        with self.fs.open(tmp, "wb") as f:
-            f.write(data)
-            if self._local:
-                f.flush()
-                os.fsync(f.fileno())
+        try:
+            with self.fs.open(tmp, "wb") as f:
+                f.write(data)
+                if self._local:
+                    f.flush()
+                    os.fsync(f.fileno())
+        except BaseException:
+            try:
+                self.fs.rm(tmp)
+            except OSError:
+                pass
+            raise
         return tmp
+
+
+class _RetryingFile:
+    """A file of an object store opened for reading whose every read is retried from where it started (a body
+    cut short, a reset) under the bounded retry of :class:`Storage`, and must return every byte up to the end of
+    the file it asks for (a shorter answer is a failed read, :class:`.retry.ShortRead`). Everything else is the
+    wrapped fsspec file's."""
+
+    def __init__(self, storage: Storage, rel: str, f: Any):
+        self._storage, self._rel, self._f = storage, rel, f
+        self.size = getattr(f, "size", None)
+
+    def read(self, length: int = -1) -> bytes:
+        pos = self._f.tell()
+        due = None
+        if self.size is not None:
+            left = max(self.size - pos, 0)
+            due = left if length is None or length < 0 else min(length, left)
+
+        def once() -> bytes:
+            self._f.seek(pos)
+            data = self._f.read(length)
+            if due is not None and len(data) < due:
+                raise _retry.ShortRead(f"read {len(data)} of {due} bytes at offset {pos}")
+            return data
+        return self._storage._retrying("read", self._rel, once)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._f.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    @property
+    def closed(self) -> bool:
+        return self._f.closed
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> _RetryingFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._f, name)
+
+
+def _deadline(value: Any) -> float:
+    """The retry deadline option's value in seconds (default :data:`.retry.DEFAULT_DEADLINE`)."""
+    if value is None:
+        return _retry.DEFAULT_DEADLINE
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if not seconds >= 0:
+        raise OptionError(f"option fs.{RETRY_DEADLINE_OPTION}={value!r}: must be a number of seconds >= 0")
+    return seconds
+
+
+def _s3_retry_settings(options: dict) -> dict:
+    """s3fs options with botocore's retry settings (:data:`.retry.BOTOCORE_RETRIES`) unless the options or the
+    AWS environment (``AWS_RETRY_MODE``, ``AWS_MAX_ATTEMPTS``) choose them."""
+    config = dict(options.get("config_kwargs") or {})
+    if "retries" in config or os.environ.get("AWS_RETRY_MODE") or os.environ.get("AWS_MAX_ATTEMPTS"):
+        return options
+    config["retries"] = dict(_retry.BOTOCORE_RETRIES)
+    return {**options, "config_kwargs": config}
+
+
+def _count_client_retries(fs: Any) -> None:
+    """Count botocore's retries of an s3fs file system's client (:func:`.retry.count_client_retry`), once per
+    client. The client is made now (no request is sent) so that its first requests are counted too."""
+    try:
+        if getattr(fs, "_s3", None) is None:
+            fs.connect()
+        client = fs._s3
+        if client is None or getattr(client, "_hudi_streaming_counted", False):
+            return
+        client.meta.events.register("request-created.s3", _retry.count_client_retry,
+                                    unique_id="hudi-streaming-count-retries")
+        client._hudi_streaming_counted = True
+    except Exception as e:  # counting is a metric: a client that cannot be made now fails at its first request
+        log.debug("hudi_streaming: botocore retries of %s not counted: %s", fs, e)
 
 
 _LOCAL = pafs.LocalFileSystem()

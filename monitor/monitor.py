@@ -313,7 +313,7 @@ class StreamMonitor:
         if not removals <= self._removals:
             self._files.clear()
         self._removals = removals
-        fs, storage = self.table.storage.fs, self.table.storage
+        storage = self.table.storage
         for e in instants:
             for st in self.table.timeline.commit_metadata(e.requested_time).write_stats():
                 if not st.path:
@@ -321,7 +321,7 @@ class StreamMonitor:
                 part = posixpath.dirname(st.path)
                 if part in self._files:
                     try:
-                        size = int(fs.size(storage.full(st.path)))
+                        size = storage.size(st.path)
                     except FileNotFoundError:
                         continue  # removed since (cleaned): the readability check reports it if it matters
                     self._files[part][posixpath.basename(st.path)] = FileInfo(st.path, size, None)

@@ -9,6 +9,7 @@ would only say ``DATA_SOURCE_NOT_FOUND``; a stand-in source of the same name is 
 says which Python failed to import what.
 """
 import sys
+from typing import NoReturn
 
 try:
     from hudi_streaming.streaming.source import HudiStreamingDataSource as DefaultSource
@@ -24,7 +25,7 @@ except ImportError as e:
         def name(cls) -> str:
             return "hudi_streaming"
 
-        def schema(self):
+        def schema(self) -> NoReturn:
             raise ImportError(f"hudi_streaming cannot be imported by {sys.executable} ({_REASON}); install the "
                               "package and its dependencies into the Python that Spark runs (PYSPARK_PYTHON and "
                               "PYSPARK_DRIVER_PYTHON)")

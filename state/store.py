@@ -16,6 +16,13 @@ rewrites kilobytes, not the whole queue; a segment leaves when every split in it
 
 What the files hold is the checkpoint's own schema (``records``), converted to and from the planner's objects
 here, at the boundary: the planner's classes can change without changing what users' checkpoints mean.
+
+A store that fails is retried by ``Storage`` (bounded by ``retry_deadline_seconds``). A state write the store
+applied but answered with an error is found on its retry holding exactly the bytes written and taken as done
+(``Storage.create``); only other bytes mean a second writer. A write that fails for good — a store that stays
+down, a full or read-only disk, a state folder removed while the query runs — stops the query with one
+:class:`StoreError` line and leaves the previous state as it was, so a restart once the fault is gone resumes
+from it.
 """
 from __future__ import annotations
 
@@ -29,7 +36,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from .._faults import fault_point
-from ..errors import StateError
+from ..errors import StateError, StoreError
 from ..hoodie.storage import Storage
 from ..monitor import Cursor, Split
 from .records import (
@@ -181,7 +188,7 @@ class StateStore:
                                                   split=split_record(p.split)).model_dump(mode="json")
                                for p in new]).encode()
             name = f"splits-{new[0].seq:012d}-{new[-1].seq:012d}-{self._token}.json"
-            self.storage.create(name, data)
+            self._create(name, data)
             keep.append(SegmentRecord(name=name, first=new[0].seq, last=new[-1].seq,
                                       sha256=hashlib.sha256(data).hexdigest()))
         body = StateRecord(table_url=state.table_url, table_name=state.table_name,
@@ -194,7 +201,7 @@ class StateStore:
         name = f"state-{self.version + 1:012d}.json"
         fault_point("state.before_write")
         try:
-            self.storage.create(name, json.dumps(doc).encode())
+            self._create(name, json.dumps(doc).encode())
         except FileExistsError:
             raise StateError(f"{self.location}/{name}: written by another query while this one holds the state; "
                              "two live queries share this stateLocation — give each query its own (the state "
@@ -203,15 +210,26 @@ class StateStore:
         self.version += 1
         self._segments = keep
         named = {g.name for g in keep}
-        for info in self.storage.list_dir(""):
-            name = info.path.rsplit("/", 1)[-1]
-            m = _FILE.match(name)
-            if (m and int(m.group(1)) <= self.version - KEEP_VERSIONS) or (_SEGMENT.match(name) and name not in named):
-                try:
-                    self.storage.fs.rm(self.storage.full(name))
-                except FileNotFoundError:
-                    pass
+        try:  # the new state is written: old files the store fails to list or remove now go at a later save
+            for info in self.storage.list_dir(""):
+                name = info.path.rsplit("/", 1)[-1]
+                m = _FILE.match(name)
+                if (m and int(m.group(1)) <= self.version - KEEP_VERSIONS) or \
+                        (_SEGMENT.match(name) and name not in named):
+                    self.storage.remove(name)
+        except StoreError as e:
+            log.warning("hudi_streaming: %s; old state files are removed at a later save", e)
 
+    def _create(self, name: str, data: bytes) -> None:
+        """Create one file of the state folder. Once the stream has a state, the folder must still be there: it
+        is not made again (a state naming segments that went with the folder would be torn), and a folder that is
+        gone is a :class:`StoreError`."""
+        try:
+            self.storage.create(name, data, make_parents=self.version < 0)
+        except FileNotFoundError:
+            raise StoreError(f"{self.location}: the state folder is gone (removed, moved or unmounted while the "
+                             f"query ran); {name} is not written. Put the folder back and restart the query, or "
+                             "start a new stream: a new checkpointLocation and a new stateLocation") from None
 
 
 def _open_envelope(raw: bytes, where: str) -> tuple[int, dict]:

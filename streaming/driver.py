@@ -37,6 +37,7 @@ from .._faults import fault_point
 from ..errors import DataLossError, OptionError, StateError
 from ..hoodie.changes import CommitClock, Deletes, commit_clock, output_schema, read_columns
 from ..hoodie.read import plan_slices
+from ..hoodie.storage import storage_retries
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
 from ..monitor.feed import ChangeFeed, require_meta_fields
@@ -91,6 +92,8 @@ class SourceMetrics(TypedDict):
     cleanRetainsFrom: str | None
     retentionHeadroomInstants: int | None
     blockedByPendingInstant: str | None
+    #: the driver process's retried object-store requests (botocore's and the storage layer's), since it started
+    storageRetries: int
 
 
 def canonical(offset: Offset) -> Offset:
@@ -587,7 +590,7 @@ class StreamDriver:
                                lastBatch=self.last_batch,
                                lateInstants=st.late_instants,
                                cleanRetainsFrom=retains_from, retentionHeadroomInstants=headroom,
-                               blockedByPendingInstant=self.blocked_by)
+                               blockedByPendingInstant=self.blocked_by, storageRetries=storage_retries())
         return cast(SourceMetrics, json.loads(json.dumps(report, sort_keys=True)))
 
     def _retention(self, pending: list[PlannedSplit], unplanned: list) -> tuple[str | None, int | None]:

@@ -25,6 +25,7 @@ from .errors import (
     OptionError,
     SchemaChangeError,
     StateError,
+    StoreError,
     UnsupportedTableError,
 )
 from .hoodie import HudiTable, read_table
@@ -37,7 +38,8 @@ except PackageNotFoundError:  # imported from a source tree that was never insta
 
 __all__ = ["read_table", "read_changes", "HudiTable", "HudiStreamingDataSource", "HudiStreamingError",
            "CorruptFileError", "DataLossError", "DeleteError", "InvalidTableContentError", "NotFoundError",
-           "OptionError", "SchemaChangeError", "StateError", "UnsupportedTableError", "__version__"]
+           "OptionError", "SchemaChangeError", "StateError", "StoreError", "UnsupportedTableError",
+           "__version__"]
 
 
 def __getattr__(name: str):

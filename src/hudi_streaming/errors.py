@@ -46,3 +46,10 @@ class DataLossError(HudiStreamingError):
 
 class StateError(HudiStreamingError):
     """The state location holds something that cannot be trusted (torn, foreign, or inconsistent)."""
+
+
+class StoreError(HudiStreamingError):
+    """The storage under a table or a state location failed: an object store that stayed unreachable or failing
+    for longer than ``retry_deadline_seconds``, refused access, or returned less than an object holds; a local
+    file system that is full, read-only, or whose folder is gone. Nothing is lost: a restart after the fault
+    is gone resumes from the last state written."""

@@ -283,16 +283,21 @@ class TableConfig(BaseModel):
         )
 
 
+def is_zone(name: str) -> bool:
+    """Whether ``name`` is an IANA time zone name this machine knows (``Europe/Berlin``, ``UTC``)."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
 def local_zone() -> str:
     """This process's zone as an IANA name (``TZ``, else what ``/etc/localtime`` links to), UTC when neither
     names one: tasks on other machines get the name, not this machine's offset."""
     for name in (os.environ.get("TZ", "").lstrip(":"), os.path.realpath("/etc/localtime").partition("zoneinfo/")[2]):
-        if name:
-            try:
-                ZoneInfo(name)
-                return name
-            except (ZoneInfoNotFoundError, ValueError):
-                continue
+        if name and is_zone(name):
+            return name
     return "UTC"
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from typing import Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 
 from ..errors import HudiStreamingError, OptionError, UnsupportedTableError
 from ..hoodie.changes import Deletes, change_pieces, commit_clock, output_schema, read_columns
+from ..hoodie.config import is_zone
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline.instant import is_instant_time
 from .monitor import Cursor, MonitorOptions, Plan, StreamMonitor
@@ -110,12 +110,11 @@ class ChangeFeed:
             yield plan
 
     def _rows(self, splits: list[Split]) -> pa.Table:
-        parts: list[pa.Table] = []
-        for split in splits:
-            rng = split.slice_range()
-            clock = commit_clock(self.table, rng.delivered_instants, self.zone)
-            parts += change_pieces(self.table, rng, self.schema, self._read, self.deletes, self.changelog, clock=clock,
-                                   carryovers=self.carryovers)
+        ranges = [split.slice_range() for split in splits]
+        clock = commit_clock(self.table, {i for rng in ranges for i in rng.delivered_instants}, self.zone)
+        parts = [piece for rng in ranges for piece in change_pieces(
+            self.table, rng, self.schema, self._read, self.deletes, self.changelog, clock=clock,
+            carryovers=self.carryovers)]
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
 
 
@@ -172,11 +171,8 @@ def read_changes(url: str, start: str | None = None, end: str | None = None, *, 
     if unknown:
         raise OptionError(f"read_changes: {table.url} has no column {', '.join(unknown)}; its columns: "
                           f"{', '.join(n for n in full.names if not n.startswith('_hoodie_'))}")
-    if timeline_zone is not None:
-        try:
-            ZoneInfo(timeline_zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise OptionError(f"read_changes: timeline_zone={timeline_zone!r} is not an IANA time zone name") from None
+    if timeline_zone is not None and not is_zone(timeline_zone):
+        raise OptionError(f"read_changes: timeline_zone={timeline_zone!r} is not an IANA time zone name")
     zone = "UTC" if table.config.timeline_timezone == "UTC" else timeline_zone
     feed = ChangeFeed(table, changelog=changelog, deletes=mode, columns=columns, partition_filter=partition_filter,
                       end=end, zone=zone,

@@ -27,7 +27,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypedDict, TypeVar, cast
 
@@ -42,6 +42,7 @@ from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
 from ..monitor.feed import ChangeFeed, require_meta_fields
 from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
+from ..monitor.split import Split
 from ..state import PlannedSplit, StateStore, StreamState
 from .consumer import SplitRange
 from .options import ReadMode, SourceOptions
@@ -149,10 +150,10 @@ def _task_inputs(table: HudiTable, output: pa.Schema) -> tuple[pa.Schema, Commit
     return columns, table.timeline.commit_check() if table.config.version < 8 else None
 
 
-def task_clock(table: HudiTable, ranges: list[SplitRange], opts: SourceOptions) -> CommitClock:
-    """When the instants a task delivers became visible (its rows' ``_commit_version`` and ``_commit_timestamp``),
-    from the driver's timeline: tasks read no timeline."""
-    instants = {i for r in ranges for i in r.split.slice_range().delivered_instants}
+def batch_clock(table: HudiTable, splits: Iterable[Split], opts: SourceOptions) -> CommitClock:
+    """When the instants a batch delivers became visible (its rows' ``_commit_version`` and ``_commit_timestamp``),
+    from the driver's timeline, once per batch and handed to every task: tasks read no timeline."""
+    instants = {i for s in splits for i in s.slice_range().delivered_instants}
     return commit_clock(table, instants, opts.timeline_zone(table.config))
 
 
@@ -258,8 +259,8 @@ def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -
         # no instant to merge up to (an empty table) comes with no slices
         splits = [mon.split_of(s, None, max_instant, est_rows=0) for s in slices] if max_instant is not None else []
     ranges = [[SplitRange(s, 0, None)] for s in splits]
-    return ([make(r, columns, commits, task_clock(table, r, opts)) for r in ranges]
-            or [make([], columns, commits, CommitClock({}))])
+    clock = batch_clock(table, splits, opts)
+    return [make(r, columns, commits, clock) for r in ranges] or [make([], columns, commits, clock)]
 
 
 class StreamDriver:
@@ -559,7 +560,8 @@ class StreamDriver:
             stop = e_rec if seq == e_seq else None
             groups.setdefault(p.split.group, []).append(SplitRange(p.split, skip, stop))
         columns, commits = _task_inputs(self.table, self.output)
-        return [make(r, columns, commits, task_clock(self.table, r, self.opts)) for _, r in sorted(groups.items())]
+        clock = batch_clock(self.table, (r.split for rs in groups.values() for r in rs), self.opts)
+        return [make(r, columns, commits, clock) for _, r in sorted(groups.items())]
 
     def commit(self, end: Offset) -> None:
         e_seq = int(end["seq"])

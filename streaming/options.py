@@ -16,13 +16,13 @@ import json
 import re
 from collections.abc import Mapping
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import OptionError
 from ..hoodie.changes import Deletes
-from ..hoodie.config import TableConfig
+from ..hoodie.config import TableConfig, is_zone
 from .storage_options import storage_options
 
 
@@ -144,11 +144,8 @@ class SourceOptions(BaseModel):
     @field_validator("timeline_time_zone")
     @classmethod
     def _zone(cls, v: str | None) -> str | None:
-        if v is not None:
-            try:
-                ZoneInfo(v)
-            except (ZoneInfoNotFoundError, ValueError):
-                raise ValueError("not an IANA time zone name (e.g. Europe/Berlin, America/New_York, UTC)") from None
+        if v is not None and not is_zone(v):
+            raise ValueError("not an IANA time zone name (e.g. Europe/Berlin, America/New_York, UTC)")
         return v
 
     def timeline_zone(self, config: TableConfig) -> str:

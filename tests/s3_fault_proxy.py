@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from s3_server import BUCKET, KEY, REGION, SECRET, S3Server
+from s3_server import BUCKET, S3Endpoint, S3Server
 
 KINDS = ("503", "500", "403", "reset_before", "reset_after", "stall", "truncate", "applied_500", "applied_reset")
 OPS = ("GET", "HEAD", "LIST", "PUT", "CPUT", "DELETE", "OTHER")
@@ -93,7 +93,7 @@ def classify(method: str, target: str, headers) -> tuple[str, str]:
     return "OTHER", key
 
 
-class FaultProxy:
+class FaultProxy(S3Endpoint):
     """The proxy on 127.0.0.1 (a free port) in front of ``server``; :meth:`stop` ends it.
 
     ``stall_seconds``: how long a stalled request hangs (set it above the client's read timeout);
@@ -116,19 +116,6 @@ class FaultProxy:
                                         daemon=True)
         self._thread.start()
         self.endpoint = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    # -- what clients use, as with S3Server ------------------------------------------------------------------
-    def url(self, name: str) -> str:
-        return f"s3://{BUCKET}/{name}"
-
-    @property
-    def storage_options(self) -> dict:
-        return {"key": KEY, "secret": SECRET, "client_kwargs": {"endpoint_url": self.endpoint, "region_name": REGION}}
-
-    @property
-    def spark_options(self) -> dict[str, str]:
-        return {"fs.s3a.endpoint": self.endpoint, "fs.s3a.endpoint.region": REGION, "fs.s3a.access.key": KEY,
-                "fs.s3a.secret.key": SECRET, "fs.s3a.path.style.access": "true"}
 
     # -- faults ----------------------------------------------------------------------------------------------
     def set_faults(self, *faults: Fault) -> None:

@@ -17,16 +17,11 @@ REGION = "us-east-1"
 KEY, SECRET = "test-access-key-id", "test-secret-access-key"
 
 
-class S3Server:
-    """moto's server on 127.0.0.1 (a free port) with :data:`BUCKET` created; :meth:`stop` ends it."""
+class S3Endpoint:
+    """What clients of an S3 endpoint on loopback use (the server itself, or a proxy in front of it): URLs of the
+    test bucket and the options that reach ``endpoint``."""
 
-    def __init__(self) -> None:
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self._server.start()
-        host, port = self._server.get_host_and_port()
-        self.endpoint = f"http://{host}:{port}"
-        boto3.client("s3", endpoint_url=self.endpoint, region_name=REGION, aws_access_key_id=KEY,
-                     aws_secret_access_key=SECRET).create_bucket(Bucket=BUCKET)
+    endpoint: str
 
     def url(self, name: str) -> str:
         return f"s3://{BUCKET}/{name}"
@@ -41,6 +36,18 @@ class S3Server:
         """The same as Spark options, in the Hadoop S3A names Spark users type."""
         return {"fs.s3a.endpoint": self.endpoint, "fs.s3a.endpoint.region": REGION, "fs.s3a.access.key": KEY,
                 "fs.s3a.secret.key": SECRET, "fs.s3a.path.style.access": "true"}
+
+
+class S3Server(S3Endpoint):
+    """moto's server on 127.0.0.1 (a free port) with :data:`BUCKET` created; :meth:`stop` ends it."""
+
+    def __init__(self) -> None:
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.endpoint = f"http://{host}:{port}"
+        boto3.client("s3", endpoint_url=self.endpoint, region_name=REGION, aws_access_key_id=KEY,
+                     aws_secret_access_key=SECRET).create_bucket(Bucket=BUCKET)
 
     def upload(self, folder: Path, name: str) -> str:
         """Copy a local folder (hidden files included: ``.hoodie``, log files) to ``name``; returns its URL."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import time
 
 from pyspark.sql import SparkSession
@@ -23,6 +24,17 @@ from pyspark.sql import SparkSession
 #: rows per batch at most: the first batches (the table as it was at the start) span several batches,
 #: so restarts also resume inside a planned split
 MAX_ROWS_PER_TRIGGER = "50"
+
+
+#: one progress line, whole: a line another process's output split (a log line written into it) does not match
+PROGRESS = re.compile(r"^progress batch=(?P<batch>\d+) rows=(?P<rows>\d+) cursor=(?P<cursor>\S+) lag=(?P<lag>\S+)$",
+                      re.M)
+
+
+def parse_progress(output: str) -> list[dict[str, str]]:
+    """The ``progress`` lines in a job's output, as dicts. Only lines ended by a newline count: the output is read
+    while the job writes it."""
+    return [m.groupdict() for m in PROGRESS.finditer(output[:output.rfind("\n") + 1])]
 
 
 def print_progress(progress: dict) -> None:

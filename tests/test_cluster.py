@@ -37,6 +37,7 @@ from hudi_streaming.hoodie import HudiTable
 from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
+from cluster_job import parse_progress  # noqa: E402
 from verify import apply_upserts, delivered, state_differences  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -85,12 +86,13 @@ class Proc:
 
     def __init__(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path):
         self.log = log
-        with open(log, "wb") as out:
-            self.popen = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                          start_new_session=True)
+        self.out = log.with_suffix(".stdout")  # apart from the JVM's log lines, which would split its lines
+        with open(log, "wb") as err, open(self.out, "wb") as out:
+            self.popen = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, start_new_session=True)
 
     def text(self) -> str:
-        return self.log.read_text(errors="replace")
+        """What the process printed: its standard output, then its log (standard error)."""
+        return self.out.read_text(errors="replace") + self.log.read_text(errors="replace")
 
     def signal(self, sig: int) -> None:
         try:
@@ -120,8 +122,7 @@ class Proc:
 
     def progress(self) -> list[dict[str, str]]:
         """The job's ``progress`` lines (cluster_job.py), as dicts."""
-        return [dict(kv.split("=", 1) for kv in line.split()[1:])
-                for line in self.text().splitlines() if line.startswith("progress ")]
+        return parse_progress(self.out.read_text(errors="replace"))
 
     def app_id(self) -> str:
         m = re.search(r"Connected to Spark cluster with app ID (app-[\d-]+)", self.text())
@@ -303,3 +304,11 @@ def test_archives_and_py_files_recipes_deliver_the_table(cluster, small_table, w
     bare = str(wheel_venv(tmp_path / "deps", install=False).python)
     submit("py-files", py_files, ["--py-files", "hudi_streaming.zip"], PYTHONPATH="hudi_streaming.zip",
            PYSPARK_PYTHON=bare, PYSPARK_DRIVER_PYTHON=bare)
+
+
+def test_progress_lines_split_by_other_output_are_not_read():
+    """The job's output is read while it runs, and a log line may land inside one of its lines."""
+    out = ("progress batch=1 rows=50 cursor=20261126 lag=2\n"
+           "progress batch=2 rows=50 cursor=20261127 lag=1 WARN a log line\n"
+           "progress batch=3 rows=0 cursor=2026")  # still being written
+    assert parse_progress(out) == [{"batch": "1", "rows": "50", "cursor": "20261126", "lag": "2"}]

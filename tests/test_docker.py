@@ -37,6 +37,7 @@ from hudi_streaming import read_table
 from hudi_streaming.hoodie import HudiTable
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
+from cluster_job import parse_progress  # noqa: E402
 from verify import apply_upserts, delivered, state_differences  # noqa: E402
 
 COMPOSE = REPO / "docker" / "compose.yaml"
@@ -150,8 +151,7 @@ class Stack:
 
     def progress(self) -> list[dict[str, str]]:
         """The stream's ``progress`` lines (tests/cluster_job.py), as dicts, both runs'."""
-        return [dict(kv.split("=", 1) for kv in line.split()[1:])
-                for line in self.stdout("stream").splitlines() if line.startswith("progress ")]
+        return parse_progress(self.stdout("stream"))
 
     def copy_out(self, *paths: str) -> Path:
         """Copy paths of the volume ``data`` into a fresh folder (through a container of the image)."""

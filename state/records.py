@@ -91,7 +91,20 @@ class Format2StateRecord(_StateHead):
     segments: list[SegmentRecord]
 
 
-class StateRecord(Format2StateRecord):
+class RowRulesRecord(_Record):
+    """What decides which rows a split yields, and so what a record offset inside a split counts: the query's
+    options of the same names, as the user sets them. ``columns`` matters only when carry-overs are dropped (they
+    are judged by the delivered columns); ``carryover_ignore_columns`` is sorted."""
+
+    read_mode: str  # readMode: upsert | changelog
+    deletes: str  # emit (emitDeletes) | ignore (ignoreDeletes) | fail (neither)
+    merge_type: str  # mergeType
+    deduplication_mode: str  # deduplicationMode: none | dropCarryovers
+    carryover_ignore_columns: list[str]
+    columns: list[str] | None
+
+
+class Format3StateRecord(Format2StateRecord):
     """The body of a format-3 state file: format 2, plus who the state belongs to and what it has accounted for.
 
     ``stream_id`` is carried in every offset the source returns, so a Spark checkpoint and a state folder that
@@ -104,6 +117,13 @@ class StateRecord(Format2StateRecord):
     stream_id: str
     known_instants: dict[str, str] | None
     late_instants: int
+
+
+class StateRecord(Format3StateRecord):
+    """The body of a format-4 state file: format 3, plus the row rules the stream's offsets were counted under
+    (null: none recorded — a state written by a tool, not by a query; a query records its own)."""
+
+    row_rules: RowRulesRecord | None
 
 
 class Format1SplitRecord(SplitRecord):

@@ -42,6 +42,7 @@ from ..monitor import Cursor, Split
 from .records import (
     Format1StateRecord,
     Format2StateRecord,
+    Format3StateRecord,
     PlannedSplitRecord,
     SegmentRecord,
     StateRecord,
@@ -50,11 +51,13 @@ from .records import (
     split_of,
     split_record,
 )
+from .row_rules import RowRules, check_rules
 
 log = logging.getLogger(__name__)
 
 FORMAT = "hudi-streaming-state"
-FORMAT_VERSION = 3  # 1: splits inline in the state file; 2: no stream identity nor known instants (both read)
+#: 1: splits inline in the state file; 2: no stream identity nor known instants; 3: no row rules (all read)
+FORMAT_VERSION = 4
 KEEP_VERSIONS = 10
 _FILE = re.compile(r"^state-(\d{12})\.json$")
 _SEGMENT = re.compile(r"^splits-\d{12}-\d{12}(-[0-9a-f]{12})?\.json$")
@@ -89,6 +92,8 @@ class StreamState(BaseModel):
     known: dict[str, str] | None = None
     #: instants planned after a later one (completed at or before the cursor, visible only afterwards)
     late_instants: int = 0
+    #: the options its record offsets are counted under (``row_rules``); None: not recorded yet (formats 1–3)
+    rules: RowRules | None = None
 
     def pending_from(self, seq: int) -> list[PlannedSplit]:
         return [p for p in self.splits if p.seq >= seq]
@@ -114,14 +119,20 @@ class StateStore:
                 out.append(int(m.group(1)))
         return sorted(out)
 
-    def load(self, table_url: str, table_name: str) -> StreamState | None:
-        """The newest valid state of this table, or None when the location holds none yet."""
+    def load(self, table_url: str, table_name: str, rules: RowRules | None = None) -> StreamState | None:
+        """The newest valid state of this table, or None when the location holds none yet. With ``rules`` (the
+        query's), a state counted under rules that count records differently is refused (``row_rules``); the
+        state takes the query's rules, saved with it from its next save."""
         state = self.newest()
-        if state is not None and (state.table_name != table_name
-                                  or state.table_url.rstrip("/") != table_url.rstrip("/")):
-            raise StateError(f"{self.location}/state-{self.version:012d}.json: belongs to table {state.table_name} "
-                             f"at {state.table_url}, not {table_name} at {table_url}; use a separate stateLocation "
-                             "per stream")
+        if state is None:
+            return None
+        where = f"{self.location}/state-{self.version:012d}.json"
+        if state.table_name != table_name or state.table_url.rstrip("/") != table_url.rstrip("/"):
+            raise StateError(f"{where}: belongs to table {state.table_name} at {state.table_url}, not {table_name} "
+                             f"at {table_url}; use a separate stateLocation per stream")
+        if rules is not None:
+            check_rules(state.rules, rules, where)
+            state.rules = rules
         return state
 
     def newest(self) -> StreamState | None:
@@ -137,13 +148,15 @@ class StateStore:
         """The state of one file, converted from the checkpoint's records at this boundary (``records``)."""
         where = f"{self.location}/state-{version:012d}.json"
         format_version, body = _open_envelope(self.storage.read_bytes(f"state-{version:012d}.json"), where)
-        record: StateRecord | Format2StateRecord | Format1StateRecord
+        record: Format1StateRecord | Format2StateRecord
         if format_version == 1:
             record = _validated(Format1StateRecord, body, where)
             planned: list[PlannedSplitRecord] = list(record.splits)
             segments: list[SegmentRecord] = []
         else:
-            record = _validated(Format2StateRecord if format_version == 2 else StateRecord, body, where)
+            schema = (Format2StateRecord if format_version == 2 else Format3StateRecord if format_version == 3
+                      else StateRecord)
+            record = _validated(schema, body, where)
             segments = record.segments
             planned = self._read_segments(record, where)
         state = StreamState(table_url=record.table_url, table_name=record.table_name,
@@ -152,9 +165,12 @@ class StateStore:
                             splits=[PlannedSplit(seq=p.seq, round=p.round, instants_in_round=p.instants_in_round,
                                                  split=split_of(p.split)) for p in planned],
                             committed_seq=record.committed_seq)
-        if isinstance(record, StateRecord):  # formats 1 and 2 name no stream (a new one from here on), know no instants
+        # formats 1 and 2 name no stream (a new one from here on) and know no instants; 1 to 3 record no row rules
+        if isinstance(record, Format3StateRecord):
             state.stream_id, state.known, state.late_instants = (record.stream_id, record.known_instants,
                                                                  record.late_instants)
+        if isinstance(record, StateRecord):
+            state.rules = record.row_rules
         self._segments = segments
         return state
 
@@ -195,7 +211,8 @@ class StateStore:
                            cursor=cursor_record(state.cursor) if state.cursor is not None else None,
                            started=state.started, next_seq=state.next_seq, next_round=state.next_round,
                            committed_seq=state.committed_seq, segments=keep, stream_id=state.stream_id,
-                           known_instants=state.known, late_instants=state.late_instants).model_dump(mode="json")
+                           known_instants=state.known, late_instants=state.late_instants,
+                           row_rules=state.rules).model_dump(mode="json")
         doc = {"format": FORMAT, "format_version": FORMAT_VERSION,
                "sha256": hashlib.sha256(_canonical(body)).hexdigest(), "state": body}
         name = f"state-{self.version + 1:012d}.json"
@@ -238,7 +255,7 @@ def _open_envelope(raw: bytes, where: str) -> tuple[int, dict]:
         doc = json.loads(raw)
         body = doc["state"]
         digest = doc["sha256"]
-        if doc.get("format") != FORMAT or doc.get("format_version") not in (1, 2, FORMAT_VERSION):
+        if doc.get("format") != FORMAT or doc.get("format_version") not in (1, 2, 3, FORMAT_VERSION):
             raise StateError(f"{where}: not a hudi-streaming state file (format {doc.get('format')!r} "
                              f"version {doc.get('format_version')!r})")
     except (ValueError, KeyError, TypeError):

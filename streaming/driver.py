@@ -285,8 +285,10 @@ class StreamDriver:
         #: startingInstant and endingInstant as this table's instant times (timestamps read in its timeline zone)
         self.start, end = opts.positions(opts.timeline_zone(self.table.config))
         self.floor = None if self.start in ("earliest", "latest") else self.start
-        self.state: StreamState = (self.store.load(self.table.url, self.table.config.name)
-                                   or StreamState(table_url=self.table.url, table_name=self.table.config.name))
+        rules = opts.row_rules()
+        self.state: StreamState = (self.store.load(self.table.url, self.table.config.name, rules)
+                                   or StreamState(table_url=self.table.url, table_name=self.table.config.name,
+                                                  rules=rules))
         self.monitor = StreamMonitor(self.table, MonitorOptions(
             skip_compaction=opts.skip_compaction, skip_clustering=opts.skip_clustering,
             skip_insert_overwrite=opts.skip_insert_overwrite, ending_instant=end,

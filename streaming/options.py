@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..errors import OptionError
 from ..hoodie.changes import Deletes
 from ..hoodie.config import TableConfig, is_zone
+from ..state.row_rules import RowRules
 from .storage_options import storage_options
 
 
@@ -178,6 +179,12 @@ class SourceOptions(BaseModel):
     @property
     def deletes(self) -> Deletes:
         return Deletes.EMIT if self.emit_deletes else Deletes.IGNORE if self.ignore_deletes else Deletes.FAIL
+
+    def row_rules(self) -> RowRules:
+        """The options that decide which records a split yields, as the stream's state records them."""
+        return RowRules(read_mode=self.read_mode.value, deletes=self.deletes.value, merge_type=self.merge_type,
+                        deduplication_mode=self.deduplication_mode,
+                        carryover_ignore_columns=sorted(self.carryover_ignore_columns or ()), columns=self.columns)
 
     def partition_filter(self) -> dict[str, list[str]] | None:
         """``partitions`` as ``field=v1|v2,field2=v3`` → {field: [values]}."""

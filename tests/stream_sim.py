@@ -21,13 +21,15 @@ def make_reader(table: str, state: str, **options: str) -> HudiStreamReader:
 
 
 def run_batches(reader: HudiStreamReader, start: dict | None = None, limit=None, max_batches: int = 1000,
-                available_now: bool = False) -> list[pa.Table]:
-    """Micro-batches until the reader reports no new data; returns each batch's rows."""
+                available_now: bool = False, into: list | None = None) -> list[pa.Table]:
+    """Micro-batches until the reader reports no new data; returns each batch's rows (appended to ``into`` as
+    each batch commits, when given: a test then keeps what a stream delivered before it failed)."""
     if available_now:
         reader.prepareForTriggerAvailableNow()
     limit = limit or reader.getDefaultReadLimit() or ReadAllAvailable()
     start = start or reader.initialOffset()
-    batches = []
+    batches = into if into is not None else []
+    reader._last_offset = start  # the last committed offset, for tests that continue after new instants
     for _ in range(max_batches):
         end = reader.latestOffset(start, limit)
         if end == start:
@@ -36,8 +38,7 @@ def run_batches(reader: HudiStreamReader, start: dict | None = None, limit=None,
         rows = [b for p in parts for b in reader.read(p)]
         batches.append(pa.Table.from_batches(rows) if rows else None)
         reader.commit(end)
-        start = end
-    reader._last_offset = start  # for tests that continue after new instants
+        start = reader._last_offset = end
     return batches
 
 

@@ -16,6 +16,7 @@ from hudi_streaming.errors import StateError
 from hudi_streaming.monitor import Cursor, Split
 from hudi_streaming.monitor.split import LogRef, PriorSlice
 from hudi_streaming.state import PlannedSplit, StateStore, StreamState, records
+from hudi_streaming.state.row_rules import RowRules
 from hudi_streaming.state.store import _canonical
 
 STATE = Path(__file__).parent / "data" / "state"
@@ -83,7 +84,15 @@ def _edit(folder: Path, name: str, change) -> None:
     state_path.write_text(json.dumps(state))
 
 
-@pytest.mark.parametrize("fmt", ["format1", "format2"])
+#: what the format-3 folder holds beyond format 2's content (see tests/data/state/README.md)
+FORMAT3_STREAM = "5e1f0c2a9b7d4e3f8a6c1b2d3e4f5a6b"
+FORMAT3_KNOWN = {T0: "20251101093001999", T3: "20251101094534000", T4: "20251101095045001"}
+#: the row rules of a query over the folders' stream
+RULES = RowRules(read_mode="changelog", deletes="emit", merge_type="payload_combine",
+                 deduplication_mode="dropCarryovers", carryover_ignore_columns=["updated_at"], columns=None)
+
+
+@pytest.mark.parametrize("fmt", ["format1", "format2", "format3"])
 def test_a_checkpoint_of_each_format_reads_back_every_field(fmt):
     state = StateStore(str(STATE / fmt)).load(URL, NAME)
     assert state is not None
@@ -95,11 +104,15 @@ def test_a_checkpoint_of_each_format_reads_back_every_field(fmt):
     for got, want in zip(state.splits, SPLITS[1:], strict=True):
         assert got.split.model_dump() == want.model_dump()  # every field, nested ones included
     assert state.pending_from(3) == PLANNED[3:]
+    if fmt == "format3":
+        assert (state.stream_id, state.known, state.late_instants) == (FORMAT3_STREAM, FORMAT3_KNOWN, 1)
+    assert state.rules is None  # no format before 4 recorded them
 
 
-def test_todays_store_writes_format3_with_the_format2_content_and_the_streams_identity(tmp_path):
-    """The same saves write format 3: format 2's fields and segments unchanged (but for the writer token in the
-    segments' names), plus the stream identity, the known instants and the late-instant count."""
+def test_todays_store_writes_format4_with_the_format2_content_and_the_streams_identity(tmp_path):
+    """The same saves write format 4: format 2's fields and segments unchanged (but for the writer token in the
+    segments' names), plus the stream identity, the known instants, the late-instant count (format 3) and the
+    row rules (none: this state is written by a test, not by a query)."""
     _write_stream(StateStore(str(tmp_path)))
     names = sorted(p.name for p in tmp_path.iterdir())
     old = sorted(p.name for p in (STATE / "format2").iterdir())
@@ -111,27 +124,68 @@ def test_todays_store_writes_format3_with_the_format2_content_and_the_streams_id
         if new_name.startswith("splits-"):
             assert new_doc == old_doc
             continue
-        assert new_doc["format_version"] == 3
-        extra = {k: new_doc["state"].pop(k) for k in ("stream_id", "known_instants", "late_instants")}
+        assert new_doc["format_version"] == 4
+        extra = {k: new_doc["state"].pop(k) for k in ("stream_id", "known_instants", "late_instants", "row_rules")}
         assert len(extra["stream_id"]) == 32 and extra["known_instants"] is None and extra["late_instants"] == 0
+        assert extra["row_rules"] is None
         for seg in new_doc["state"]["segments"] + old_doc["state"]["segments"]:
             seg.pop("name")
         assert new_doc["state"] == old_doc["state"]
 
 
-@pytest.mark.parametrize("fmt", ["format1", "format2"])
+@pytest.mark.parametrize("fmt", ["format1", "format2", "format3"])
 def test_a_loaded_checkpoint_saved_and_loaded_again_is_equal(fmt, tmp_path):
-    """An older checkpoint continues in format 3 (format 1's pending splits go into a segment) without a change."""
+    """An older checkpoint continues in format 4 (format 1's pending splits go into a segment) without a change,
+    and with the row rules of the query that loaded it."""
     folder = _copy(fmt, tmp_path)
     store = StateStore(str(folder))
-    state = store.load(URL, NAME)
-    assert state is not None
+    state = store.load(URL, NAME, RULES)
+    assert state is not None and state.rules == RULES
     store.save(state)
     assert StateStore(str(folder)).load(URL, NAME) == state
-    assert json.loads((folder / "state-000000000003.json").read_bytes())["format_version"] == 3
+    assert json.loads((folder / "state-000000000003.json").read_bytes())["format_version"] == 4
     state.splits, state.committed_seq = state.splits[2:], 3  # a commit after the upgrade
     store.save(state)
-    assert StateStore(str(folder)).load(URL, NAME) == state
+    assert StateStore(str(folder)).load(URL, NAME, RULES) == state
+
+
+@pytest.mark.parametrize("option, value, named", [
+    ("read_mode", "upsert", "readMode=changelog, the query now has readMode=upsert"),
+    ("deletes", "ignore", "emitDeletes=true, the query now has ignoreDeletes=true"),
+    ("deletes", "fail", "emitDeletes=true, the query now has neither emitDeletes nor ignoreDeletes"),
+    ("merge_type", "skip_merge", "mergeType=payload_combine, the query now has mergeType=skip_merge"),
+    ("deduplication_mode", "none", "deduplicationMode=dropCarryovers, the query now has deduplicationMode=none"),
+    ("carryover_ignore_columns", [], "carryoverIgnoreColumns=updated_at, the query now has no carryoverIgnoreCol"),
+    ("columns", ["id", "amount"], "no columns, the query now has columns=id,amount"),
+])
+def test_a_query_that_counts_records_differently_is_refused_naming_the_option(option, value, named, tmp_path):
+    """Record offsets count the rows a split yields under the query's rules: a restart with a rule changed
+    would skip or repeat changes, so it is refused in one line naming the option and both values."""
+    folder = _copy("format3", tmp_path)
+    store = StateStore(str(folder))
+    store.save(store.load(URL, NAME, RULES))
+    with pytest.raises(StateError, match=rf"format3/state-000000000003.json: this stream was started with "
+                                         rf"{named}.*start a new stream"):
+        StateStore(str(folder)).load(URL, NAME, RULES.model_copy(update={option: value}))
+    assert StateStore(str(folder)).load(URL, NAME, RULES) is not None  # the state is as it was
+
+
+def test_changes_that_count_records_alike_are_taken_and_recorded(tmp_path):
+    """Failing on deletes becomes delivering or ignoring them (the stopped stream's remedy); the projection
+    changes while carry-overs are delivered (it changes no row count)."""
+    folder = _copy("format3", tmp_path)
+    failing = RULES.model_copy(update={"deletes": "fail", "deduplication_mode": "none",
+                                       "carryover_ignore_columns": []})
+    store = StateStore(str(folder))
+    store.save(store.load(URL, NAME, failing))
+    for later in (failing.model_copy(update={"deletes": "ignore"}),
+                  failing.model_copy(update={"deletes": "ignore", "columns": ["id"]})):
+        store = StateStore(str(folder))
+        state = store.load(URL, NAME, later)
+        assert state is not None and state.rules == later
+        store.save(state)
+    with pytest.raises(StateError, match="ignoreDeletes=true, the query now has emitDeletes=true"):
+        StateStore(str(folder)).load(URL, NAME, failing.model_copy(update={"deletes": "emit"}))
 
 
 @pytest.mark.parametrize("fmt, name, change, where", [

@@ -120,8 +120,9 @@ def wheel_venv(wheel):
 #   cluster_job.py, the Hudi oracle's writer_job.py), or a launcher as a program name (spark-submit, spark-class,
 #   start-connect-server.sh, java, docker: the compose stack runs Spark in its containers).
 # * s3: the local S3 server (s3_server.S3Server, moto) or the fault proxy in front of it (s3_fault_proxy).
-# * slow: the tests of SLOW below: a test, or a parametrized matrix taken as one test (all its cases), measured
-#   above ~5 s on two cores (`--durations=0 -p no:randomly -m "not spark and not s3"`, summed per function).
+# * slow is not found but stated: `@pytest.mark.slow` on a test, or a parametrized matrix taken as one test (all its
+#   cases), measured above ~5 s on two cores (`--durations=0 -p no:randomly -m "not spark and not s3"`, summed per
+#   function); `pytestmark = pytest.mark.slow` on a module slow as a whole.
 # A module wholly of one kind says so itself (`pytestmark = pytest.mark.spark`); these rules catch the others.
 
 TESTS = Path(__file__).resolve().parent
@@ -133,21 +134,6 @@ SPARK_PROGRAM = re.compile(r"(?:^|/)(?:spark-submit|spark-class|spark-shell|star
 SPARK_SCRIPT = re.compile(r"\bSparkSession\s*\.\s*builder\b")
 SPARK_FILE = re.compile(r"\bSparkSession\b|\blocal_spark\b")
 S3_MODULES = frozenset({"s3_server", "s3_fault_proxy"})
-#: module -> test functions (all their cases) above ~5 s, with the seconds measured (2 cores, load average 5-8);
-#: "*": the whole module. test_log_fuzz and test_writer_crash are slow as a whole and say so themselves
-SLOW: dict[str, set[str]] = {
-    "test_min_rows_per_trigger": {"*"},  # 28 s and 10 s: waits for trigger delays
-    "test_read_changes": {"test_read_changes_equals_the_stream"},  # 155 s, 139 tables
-    "test_hudi_oracle": {"test_stream_restarted_between_steps_rebuilds_hudi_snapshots",  # 52 s, 86 configurations
-                         "test_snapshot_and_incremental_reads_equal_hudi"},  # 40 s, 86 configurations
-    "test_split_pieces": {"test_a_split_streamed_in_pieces_delivers_the_same_changes_and_resumes_anywhere"},  # 46 s
-    "test_writer": {"test_writes_and_services_read_the_same_everywhere"},  # 28 s, 8 cases of 2-5 s
-    "test_ordering_matrix": {"test_ordering_matrix"},  # 13 s
-    "test_log_codec": {"test_bit_flips_are_caught_by_framing_or_stay_inside_one_block"},  # 8 s
-    "test_hudi_rs_oracle": {"test_snapshot_as_of_matches_hudi_rs"},  # 7 s
-    "test_packaging": {"test_the_wheel_has_exactly_two_top_level_names"},  # 6 s: builds the wheel
-}
-
 _is_test_side: dict[str, bool] = {}
 _found: dict[int, tuple[set[str], list]] = {}
 
@@ -277,11 +263,6 @@ def reached_kinds(item: pytest.Item) -> set[str]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        mod = getattr(item, "module", None)
-        module = mod.__name__.rpartition(".")[2] if mod is not None else ""
         kinds = reached_kinds(item)
-        slow = SLOW.get(module, set())
-        if "*" in slow or getattr(item, "originalname", item.name) in slow:
-            kinds.add("slow")
         for kind in sorted(kinds - {m.name for m in item.iter_markers()}):
             item.add_marker(kind)

@@ -44,12 +44,14 @@ def fixture(name: str, tmp_path: Path) -> HudiFixture:
     return fx
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", WRITTEN)
 def test_snapshot_and_incremental_reads_equal_hudi(name, tmp_path):
     fx = fixture(name, tmp_path)
     check(name, "read", compare.snapshot_and_incremental(fx, tmp_path / "table", ignore=tuple(COLUMNS.get(name, {}))))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", WRITTEN)
 def test_stream_restarted_between_steps_rebuilds_hudi_snapshots(name, tmp_path):
     fx = fixture(name, tmp_path)

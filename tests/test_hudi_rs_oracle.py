@@ -347,6 +347,7 @@ def test_latest_snapshot_matches_hudi_rs(name, hudi_rs):
     assert_same_as_hudi_rs(ours, rs.latest, f"{name} latest snapshot")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,instant", AS_OF_CASES)
 def test_snapshot_as_of_matches_hudi_rs(name, instant, hudi_rs):
     rs = oracle(hudi_rs, name)

@@ -772,6 +772,7 @@ def _length_fields(block: LogBlock) -> set[int]:
     return {i for start, size in fields for i in range(start, start + size)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [*sorted(DAMAGE_FILES), "synthetic"])
 def test_bit_flips_are_caught_by_framing_or_stay_inside_one_block(name):
     """Every single-bit flip: only a flip of a block's version raises (as in Hudi); every other block comes

@@ -13,10 +13,13 @@ import threading
 import time
 
 import pyarrow as pa
+import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 from stream_sim import make_reader
 
 from hudi_streaming.hoodie.writer import create_table
+
+pytestmark = pytest.mark.slow  # waits for trigger delays: 28 s and 10 s
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("amount", pa.int64())])
 COMMITS, EVERY = 16, 0.5

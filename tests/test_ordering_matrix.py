@@ -367,6 +367,7 @@ def _cells():
 MATRIX = list(_cells())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version, mode, otype, consistent_timestamps", MATRIX)
 def test_ordering_matrix(tmp_path, monkeypatch, request, version, mode, otype, consistent_timestamps):
     """Every scenario of one ordering type on one table version and merge mode agrees with the model, before

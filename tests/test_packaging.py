@@ -13,6 +13,7 @@ import textwrap
 import zipfile
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 
 from hudi_streaming import read_table
@@ -20,6 +21,7 @@ from hudi_streaming import read_table
 SHADOWS = ("state", "monitor", "streaming", "hoodie")
 
 
+@pytest.mark.slow  # 6 s: builds the wheel
 def test_the_wheel_has_exactly_two_top_level_names(wheel):
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()

@@ -76,6 +76,7 @@ def _check(table: Path, tmp: Path, start: str | None, first: str, end: str, mode
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", GOLD + ORACLE)
 def test_read_changes_equals_the_stream(name, tmp_path):
     zip_path = DATA / ("hudi" if name in ORACLE else "tables") / f"{name}.zip"

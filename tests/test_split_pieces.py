@@ -85,6 +85,7 @@ def _incremental_splits(table: HudiTable) -> list:
     return splits
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", fixture_names())
 def test_a_split_streamed_in_pieces_delivers_the_same_changes_and_resumes_anywhere(name, unzip_fixture,
                                                                                    monkeypatch):

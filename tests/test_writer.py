@@ -195,6 +195,7 @@ def actions(path: str) -> list[str]:
 
 # -- the scenario ------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version,table_type,mode", COMBOS)
 def test_writes_and_services_read_the_same_everywhere(tmp_path, monkeypatch, version, table_type, mode):
     path = str(tmp_path / "t")

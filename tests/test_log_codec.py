@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import FIXTURES, LOG_FILES, TABLE_ZIPS
 
-from hudi_streaming.errors import CorruptFileError, HudiStreamingError, UnsupportedTableError
+from hudi_streaming.errors import CorruptFileError, HudiStreamingError, OptionError, UnsupportedTableError
 from hudi_streaming.hoodie import HudiTable, read_table
 from hudi_streaming.hoodie.fs_view import FileSystemView
 from hudi_streaming.hoodie.logfile.blocks import DeleteRecords, decode_data_block, decode_delete_block, read_hfile_cells
@@ -432,14 +432,14 @@ def test_empty_delete_block_round_trip():
 
 
 @pytest.mark.parametrize("value,error", [
-    (object(), TypeError),
-    (Ordering("int", 2**31), ValueError),
-    (2**63, ValueError),
-    (decimal.Decimal("1e-16"), ValueError),  # Hudi's setScale(15) refuses to round
-    (decimal.Decimal("1e15"), ValueError),  # 16 integer digits do not fit decimal(30, 15)
+    (object(), "no Hudi ordering value wrapper for object"),
+    (Ordering("int", 2**31), "does not fit IntWrapper"),
+    (2**63, "does not fit LongWrapper"),
+    (decimal.Decimal("1e-16"), "does not fit DecimalWrapper"),  # Hudi's setScale(15) refuses to round
+    (decimal.Decimal("1e15"), "does not fit DecimalWrapper"),  # 16 integer digits do not fit decimal(30, 15)
 ])
 def test_delete_block_rejects_unwrappable_values(value, error):
-    with pytest.raises(error):
+    with pytest.raises(OptionError, match=error):
         encode_delete_block(["k"], [None], [value], "20240101000000005")
 
 

@@ -65,7 +65,7 @@ import pytest
 from hudi import HudiReadOptions, HudiTableBuilder  # hudi-rs, the 'test' extra
 
 from hudi_streaming import hoodie
-from hudi_streaming.errors import InvalidTableContentError
+from hudi_streaming.errors import InvalidTableContentError, OptionError
 from hudi_streaming.hoodie.logfile.format import Ordering
 from hudi_streaming.hoodie.writer import HudiWriter, create_table
 
@@ -424,6 +424,6 @@ def test_delete_ordering_value_past_decimal_wrapper_is_refused(tmp_path):
     big = Decimal("1234567890123456.5")  # 16 integer digits: fits decimal(38,10), not decimal(30,15)
     w.upsert(pa.Table.from_pylist([{"k": "a", "o": big, "v": "x"}], schema=schema))
     before = hoodie.read_table(path, columns=["k", "o", "v"]).to_pylist()
-    with pytest.raises(ValueError, match="does not fit DecimalWrapper"):
+    with pytest.raises(OptionError, match="does not fit DecimalWrapper"):
         w.delete(pa.table({"k": ["a"], "o": pa.array([big + 1], pa.decimal128(38, 10))}))
     assert hoodie.read_table(path, columns=["k", "o", "v"]).to_pylist() == before

@@ -482,7 +482,7 @@ def test_insert_drops_or_refuses_existing_keys(tmp_path):
     model.insert([{"k": "a", "ts": 1}, {"k": "b", "ts": 1}], t1)
     model.insert([{"k": "b", "ts": 5}, {"k": "c", "ts": 5}], t2)
     assert_state(path, model.rows, "insert with existing keys dropped")
-    with pytest.raises(hudi_streaming.HudiStreamingError):
+    with pytest.raises(hudi_streaming.OptionError, match="insert of keys already in the table, e.g. 'a'"):
         w.insert(pa.table({"k": ["a"], "ts": [9]}, schema=schema), on_existing="fail")
     assert not hoodie.HudiTable(path).timeline.active.pending()  # refused before its instant started
     assert_state(path, model.rows, "refused insert")

@@ -19,6 +19,7 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ...errors import OptionError
 from .format import (
     COMMIT_TIME_DELETE,
     CONTENT_VERSION,
@@ -136,7 +137,7 @@ def _as_ordering(value: Any) -> Ordering:
                         ("time_micros", dt.time), ("array", (list, tuple))):
         if isinstance(value, types):  # datetime before date: datetime is a date
             return Ordering(kind, value)
-    raise TypeError(f"no Hudi ordering value wrapper for {type(value).__name__}: {value!r}")
+    raise OptionError(f"no Hudi ordering value wrapper for {type(value).__name__}: {value!r}")
 
 
 def _wrap(value: Any) -> tuple[str, dict] | None:
@@ -154,9 +155,9 @@ def _avro_value(ordering: Ordering) -> Any:
     """The Avro-level value of one scalar wrapper, range-checked like the Java type it stands for."""
     kind, value = ordering.kind, ordering.value
     if kind == "int" and not -2**31 <= value < 2**31:
-        raise ValueError(f"ordering value {value} does not fit IntWrapper (int32)")
+        raise OptionError(f"ordering value {value} does not fit IntWrapper (int32)")
     if kind == "long" and not -2**63 <= value < 2**63:
-        raise ValueError(f"ordering value {value} does not fit LongWrapper (int64)")
+        raise OptionError(f"ordering value {value} does not fit LongWrapper (int64)")
     if kind == "date":
         return (value - _EPOCH_DATE).days
     if kind == "timestamp_micros":
@@ -166,6 +167,6 @@ def _avro_value(ordering: Ordering) -> Any:
         try:
             return decimal.Decimal(value).quantize(_DECIMAL_QUANTUM, context=_DECIMAL_CONTEXT)
         except decimal.DecimalException:
-            raise ValueError(f"ordering value {value} does not fit DecimalWrapper "
+            raise OptionError(f"ordering value {value} does not fit DecimalWrapper "
                              f"decimal({DECIMAL_WRAPPER_PRECISION},{DECIMAL_WRAPPER_SCALE})") from None
     return value

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ...errors import HudiStreamingError, OptionError, UnsupportedTableError
+from ...errors import InvalidTableContentError, OptionError, UnsupportedTableError
 from ..config import DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST, MergeMode, TableConfig, TableType, load_table_config
 from ..fs_view import FileSlice, parse_log_file
 from ..logfile.format import COMMIT_TIME_DELETE, CONTENT_VERSION, BlockType, HeaderKey, Ordering, make_log_file_name
@@ -428,8 +428,8 @@ class HudiWriter:
             if not missing:
                 break
             if attempt == 2:
-                raise HudiStreamingError(f"{self.url}: file group {missing[0].partition}/{missing[0].file_id} of the "
-                                  "record index is not in the table")
+                raise InvalidTableContentError(f"{self.url}: file group {missing[0].partition}/"
+                                               f"{missing[0].file_id} of the record index is not in the table")
             log.warning("%s: the record index names file groups the table does not have; rebuilding it", self.url)
             index = self._index = RecordIndex.rebuild(self.url, self.storage_options,
                                                       table.timeline.latest_write_time())
@@ -490,8 +490,8 @@ class HudiWriter:
             known = pc.is_valid(fids)
             if operation == "INSERT" and on_existing != "upsert" and pc.any(known).as_py():
                 if on_existing == "fail":
-                    raise HudiStreamingError(f"{self.url}: insert of keys already in the table, e.g. "
-                                      f"{records.filter(known).column(_KEY)[0].as_py()!r}")
+                    raise OptionError(f"{self.url}: insert of keys already in the table, e.g. "
+                                      f"{records.filter(known).column(_KEY)[0].as_py()!r} (on_existing='fail')")
                 records, fids = records.filter(pc.invert(known)), fids.filter(pc.invert(known))
                 known = pc.is_valid(fids)
             updates = records.filter(known)
@@ -654,8 +654,8 @@ class HudiWriter:
         """COW: merge the incoming records and deletes into the file group's base file, write a new version."""
         old = current.base_file
         if old is None:
-            raise HudiStreamingError(f"{self.url}: file group {g.partition}/{g.file_id} has no base file to merge "
-                                     "the write into")
+            raise InvalidTableContentError(f"{self.url}: file group {g.partition}/{g.file_id} has no base file to "
+                                           "merge the write into")
         with self.storage.open(old.path) as f:
             base = pq.read_table(f)
         base = align(base, self.arrow_schema)

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import CorruptFileError, InvalidTableContentError, UnsupportedTableError
+from ..errors import CorruptFileError, InvalidTableContentError, OptionError, UnsupportedTableError
 from .base_file import FORMATS as BASE_FILE_FORMATS
 from .logfile.avro_arrow import record_schema_problem
 from .storage import Storage, safe_relpath
@@ -198,6 +198,18 @@ class TableConfig(BaseModel):
         """The IANA zone to read this table's instant times in, when no one says what the writer's was: UTC, or
         this process's own zone for a LOCAL timeline (Hudi's readers do the same in their JVM's zone)."""
         return "UTC" if self.timeline_timezone == "UTC" else local_zone()
+
+    def reading_zone(self, asked: str | None, setting: str) -> str:
+        """The IANA zone to read this table's instant times in when ``asked`` (a valid zone name, or None) names
+        the writer's: it applies to a LOCAL timeline only. A UTC table says its own zone, so another one asked for
+        (``setting``: the option or argument, for the message) is refused rather than ignored or obeyed — either
+        would read every timestamp position off by the offset without a word."""
+        if self.timeline_timezone == "UTC":
+            if asked not in (None, "UTC"):
+                raise OptionError(f"{setting}={asked!r}: the table writes its instant times in UTC "
+                                  "(hoodie.table.timeline.timezone=UTC); leave it out")
+            return "UTC"
+        return asked or self.timeline_zone
 
     @property
     def timeline_dir(self) -> str:

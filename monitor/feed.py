@@ -148,7 +148,7 @@ def read_changes(url: str, start: str | None = None, end: str | None = None, *, 
             ``deduplicationMode=dropCarryovers``).
         timeline_zone: the IANA zone the writer wrote instant times in, for ``_commit_timestamp``, on a table
             whose timeline is LOCAL (Hudi's default: the writer's zone, which the table does not record); this
-            process's zone when None. A UTC timeline is read in UTC.
+            process's zone when None. A UTC timeline is read in UTC, and another zone given for it is refused.
         storage_options: fsspec options for the table's store.
 
     Raises :class:`OptionError` for a bad argument (an unknown column, a malformed instant, an unknown
@@ -173,7 +173,7 @@ def read_changes(url: str, start: str | None = None, end: str | None = None, *, 
                           f"{', '.join(n for n in full.names if not n.startswith('_hoodie_'))}")
     if timeline_zone is not None and not is_zone(timeline_zone):
         raise OptionError(f"read_changes: timeline_zone={timeline_zone!r} is not an IANA time zone name")
-    zone = "UTC" if table.config.timeline_timezone == "UTC" else timeline_zone
+    zone = table.config.reading_zone(timeline_zone, "read_changes: timeline_zone")
     feed = ChangeFeed(table, changelog=changelog, deletes=mode, columns=columns, partition_filter=partition_filter,
                       end=end, zone=zone,
                       carryovers=frozenset(carryover_ignore_columns or ()) if drop_carryovers else None)

@@ -150,13 +150,8 @@ class SourceOptions(BaseModel):
         return v
 
     def timeline_zone(self, config: TableConfig) -> str:
-        """The zone to read the table's instant times in (see ``TableConfig.timeline_zone``)."""
-        if config.timeline_timezone == "UTC":
-            if self.timeline_time_zone not in (None, "UTC"):
-                raise OptionError(f"option timelineTimeZone={self.timeline_time_zone!r}: the table writes its "
-                                  "instant times in UTC (hoodie.table.timeline.timezone=UTC); leave the option out")
-            return "UTC"
-        return self.timeline_time_zone or config.timeline_zone
+        """The zone to read the table's instant times in (see ``TableConfig.reading_zone``)."""
+        return config.reading_zone(self.timeline_time_zone, "option timelineTimeZone")
 
     @field_validator("merge_type")
     @classmethod

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pytest
+from stream_sim import make_reader, run_batches
 
 from hudi_streaming import OptionError, read_changes, read_table
 from hudi_streaming.hoodie.table import HudiTable
@@ -73,13 +74,26 @@ def test_a_local_timeline_is_read_in_the_writers_zone(tmp_path):
     """The same instants read as written in UTC and, with the writer's zone given, in New York: the versions
     (the instants' digits) stay, the moments move by New York's offset."""
     utc, local = _utc_and_local(tmp_path)
-    a = read_changes(str(utc), timeline_zone="America/New_York")  # ignored: the table says UTC
+    a = read_changes(str(utc))
     b = read_changes(str(local), timeline_zone="America/New_York")
     assert a["_commit_version"] == b["_commit_version"]
     shifts = {(y - x) for x, y in zip(a["_commit_timestamp"].to_pylist(), b["_commit_timestamp"].to_pylist())}
     assert shifts <= {dt.timedelta(hours=5), dt.timedelta(hours=4)} and shifts  # EST or EDT
     with pytest.raises(OptionError, match="timeline_zone='Mars/Olympus'"):
         read_changes(str(local), timeline_zone="Mars/Olympus")
+    # a UTC table says its zone: another one is refused by read_changes as by the stream, not ignored
+    with pytest.raises(OptionError, match="read_changes: timeline_zone='America/New_York': the table writes its "
+                                          "instant times in UTC"):
+        read_changes(str(utc), timeline_zone="America/New_York")
+    assert read_changes(str(utc), timeline_zone="UTC").equals(a)
+
+
+def test_a_stream_over_a_utc_table_refuses_another_timeline_zone(tmp_path):
+    utc, _ = _utc_and_local(tmp_path)
+    with pytest.raises(OptionError, match="option timelineTimeZone='America/New_York': the table writes its "
+                                          "instant times in UTC"):
+        run_batches(make_reader(str(utc), str(tmp_path / "state"), timelineTimeZone="America/New_York"))
+    assert run_batches(make_reader(str(utc), str(tmp_path / "state"), timelineTimeZone="UTC"))
 
 
 def test_a_sink_written_for_deltas_change_feed_runs_unchanged(spark, tmp_path):

@@ -25,9 +25,9 @@ SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("amount", pa.int64
 COMMITS, EVERY = 16, 0.5
 
 
-def _run(tmp_path, name: str, **options: str) -> tuple[list[int], list[list[float]]]:
-    """(rows per batch, per batch the seconds from each row's commit to its batch) over a writer committing every
-    0.5 s."""
+def _run(tmp_path, name: str, **options: str) -> tuple[list[int], list[list[float]], float]:
+    """(rows per batch, per batch the seconds from each row's commit to its batch, the seconds the writer took)
+    over a writer committing every 0.5 s."""
     writer = create_table(str(tmp_path / name), name, SCHEMA, record_key="id", ordering_field="ts", version=9)
     writer.upsert(pa.table({"id": ["seed"], "ts": [0], "amount": [0]}, schema=SCHEMA))
     reader = make_reader(str(tmp_path / name), str(tmp_path / f"{name}-state"), startingInstant="latest",
@@ -42,6 +42,7 @@ def _run(tmp_path, name: str, **options: str) -> tuple[list[int], list[list[floa
                                                                                                    range(10)]},
                                    schema=SCHEMA))
     thread = threading.Thread(target=write)
+    began = time.monotonic()
     thread.start()
     sizes, delays = [], []
     deadline = time.monotonic() + COMMITS * EVERY + 15
@@ -57,25 +58,30 @@ def _run(tmp_path, name: str, **options: str) -> tuple[list[int], list[list[floa
         sizes.append(rows.num_rows)
         delays.append([(now - t).total_seconds() for t in rows["_commit_timestamp"].to_pylist()])
     thread.join()
-    return sizes, delays
+    return sizes, delays, time.monotonic() - began
 
 
 def test_min_rows_per_trigger_makes_fewer_batches_within_the_delay(tmp_path):
-    plain, plain_delays = _run(tmp_path, "plain")
-    held, held_delays = _run(tmp_path, "held", minRowsPerTrigger="50", maxTriggerDelay="10s")
+    plain, plain_delays, _ = _run(tmp_path, "plain")
+    held, held_delays, _ = _run(tmp_path, "held", minRowsPerTrigger="50", maxTriggerDelay="10s")
     report = {name: (len(sizes), sum(sizes), statistics.median(sum(d, [])), max(sum(d, [])))
               for name, sizes, d in (("plain", plain, plain_delays), ("held", held, held_delays))}
     print("batches, rows, delay p50 s, delay max s:", report)
     assert sum(plain) == sum(held) == COMMITS * 10
-    assert len(plain) >= COMMITS - 2  # about one batch per commit without the option
+    # about one batch per commit without the option (a loaded machine may bunch a few commits into one)
+    assert len(plain) >= COMMITS // 2
     assert all(n >= 50 for n in held[:-1])  # every batch but the last waited for 50 rows ...
     assert len(held) <= COMMITS * 10 // 50 + 1
-    assert max(sum(held_delays[:-1], [])) < 2.5 + 1.5  # ... which 0.5 s commits of 10 rows make in 2.5 s
+    # ... and went as soon as they were there: its newest row (the commit that made the 50) had waited little,
+    # however long the writer took to write them
+    assert max(min(d) for d in held_delays[:-1]) < 1.5
     assert max(held_delays[-1]) < 10 + 1.5  # the rest waited for maxTriggerDelay at most
 
 
 def test_max_trigger_delay_releases_a_small_batch(tmp_path):
     """Fewer rows than minRowsPerTrigger ever arrive: the delay releases them."""
-    sizes, delays = _run(tmp_path, "delayed", minRowsPerTrigger="100000", maxTriggerDelay="3s")
+    sizes, delays, writing = _run(tmp_path, "delayed", minRowsPerTrigger="100000", maxTriggerDelay="3s")
     assert sum(sizes) == COMMITS * 10
-    assert len(sizes) <= COMMITS * EVERY // 3 + 2 and max(sum(delays, [])) < 3 + 1.5
+    assert max(sum(delays, [])) < 3 + 1.5  # no row waited much longer than the delay
+    # and a batch went about every 3 s while the writer wrote (0.5 s apart, and each write's own time)
+    assert len(sizes) <= writing / 3 + 2

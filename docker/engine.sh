@@ -9,7 +9,9 @@
 # The image's base, python:3.11-slim-bookworm, comes from Docker Hub. Where Docker Hub is out of reach (the
 # project's CI machines reach Debian's mirror, not Docker Hub) a stand-in of that name is made from Debian
 # bookworm's own packages: a minimal root file system (debootstrap) with Debian's Python 3.11 and pip, pip
-# allowed to install into it as the official image's is. docker/Dockerfile then builds unchanged. The stand-in is
+# allowed to install into it as the official image's is, and this machine's extra certificate authorities
+# (/usr/local/share/ca-certificates: a TLS-inspecting egress proxy's, on the project's machines) trusted as the
+# machine trusts them, as a site's own base image would. docker/Dockerfile then builds unchanged. The stand-in is
 # not the published image: it tests the Dockerfile's steps and the stack, not the official base.
 set -uo pipefail
 
@@ -45,9 +47,13 @@ if ! docker image inspect "$BASE" >/dev/null 2>&1 && ! timeout 60 docker pull -q
   command -v debootstrap >/dev/null || fail "$BASE cannot be pulled, and no debootstrap to make a stand-in"
   root=$(mktemp -d)
   trap 'rm -rf "$root"' EXIT
-  debootstrap --variant=minbase --include=python3,python3-pip,python3-venv,python-is-python3 bookworm "$root" \
-    "$MIRROR" >"$LOG.debootstrap" 2>&1 || fail "debootstrap failed: $(tail -1 "$LOG.debootstrap")"
+  debootstrap --variant=minbase --include=ca-certificates,python3,python3-pip,python3-venv,python-is-python3 \
+    bookworm "$root" "$MIRROR" >"$LOG.debootstrap" 2>&1 || fail "debootstrap failed: $(tail -1 "$LOG.debootstrap")"
   rm -f "$root"/usr/lib/python3*/EXTERNALLY-MANAGED
+  if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+    cp /usr/local/share/ca-certificates/*.crt "$root"/usr/local/share/ca-certificates/
+    chroot "$root" update-ca-certificates >>"$LOG.debootstrap" 2>&1 || fail "update-ca-certificates in the stand-in failed"
+  fi
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
   tar -C "$root" -c . | docker import --change 'CMD ["python3"]' - "$BASE" >/dev/null \
     || fail "docker import of the stand-in $BASE failed"

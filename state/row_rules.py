@@ -27,7 +27,7 @@ def check_rules(recorded: RowRules | None, asked: RowRules, where: str) -> None:
     for field, old, new in _changes(recorded, asked):
         if field == "deletes" and old == "fail":
             continue
-        raise StateError(f"{where}: this stream was started with {_setting(field, old)}, the query now has "
+        raise StateError(f"{where}: this stream ran with {_setting(field, old)}, the query now has "
                          f"{_setting(field, new)}; its checkpoint counts records as the first reads them, so "
                          "resuming would skip or repeat changes. Set the option back, or start a new stream (a new "
                          "checkpointLocation and stateLocation, startingInstant at the last instant delivered)")

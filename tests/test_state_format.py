@@ -164,7 +164,7 @@ def test_a_query_that_counts_records_differently_is_refused_naming_the_option(op
     folder = _copy("format3", tmp_path)
     store = StateStore(str(folder))
     store.save(store.load(URL, NAME, RULES))
-    with pytest.raises(StateError, match=rf"format3/state-000000000003.json: this stream was started with "
+    with pytest.raises(StateError, match=rf"format3/state-000000000003.json: this stream ran with "
                                          rf"{named}.*start a new stream"):
         StateStore(str(folder)).load(URL, NAME, RULES.model_copy(update={option: value}))
     assert StateStore(str(folder)).load(URL, NAME, RULES) is not None  # the state is as it was

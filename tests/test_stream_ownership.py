@@ -198,7 +198,7 @@ def test_a_restart_that_would_count_records_differently_is_refused(option, value
     run_batches(reader, max_batches=1)
     offset = reader._last_offset
     assert offset["rec"] == 3, offset
-    with pytest.raises(StateError, match=f"this stream was started with .*, the query now has {option}={value}"):
+    with pytest.raises(StateError, match=f"this stream ran with .*, the query now has {option}={value}"):
         changed = {**options, option: value} | ({"emitDeletes": "false"} if option == "ignoreDeletes" else {})
         reader = make_reader(str(table), state, **changed)
         reader.latestOffset(offset, reader.getDefaultReadLimit())

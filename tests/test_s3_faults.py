@@ -45,7 +45,7 @@ RATES = (0.01, 0.05, 0.20)
 #: writer commits per fault kind and rate (one in CI; ``HUDI_FAULT_COMMITS=20`` for minutes of faults)
 COMMITS = int(os.environ.get("HUDI_FAULT_COMMITS", "1"))
 #: the client's read timeout in these tests; a stalled request hangs longer
-READ_TIMEOUT, STALL = 0.3, 0.8
+READ_TIMEOUT, STALL = 0.3, 2.0  # a stall outlasts the read timeout by far, however loaded the machine
 REPORT: list[dict] = []
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..errors import StateError
 from .records import RowRulesRecord as RowRules
 
-__all__ = ["RowRules", "check_rules"]
+__all__ = ["RowRules", "check_rules", "describe"]
 
 
 def check_rules(recorded: RowRules | None, asked: RowRules, where: str) -> None:
@@ -31,6 +31,15 @@ def check_rules(recorded: RowRules | None, asked: RowRules, where: str) -> None:
                          f"{_setting(field, new)}; its checkpoint counts records as the first reads them, so "
                          "resuming would skip or repeat changes. Set the option back, or start a new stream (a new "
                          "checkpointLocation and stateLocation, startingInstant at the last instant delivered)")
+
+
+def describe(rules: RowRules | None) -> str:
+    """The rules as the options that set them, e.g. ``readMode=upsert, emitDeletes=true, ...`` (for the CLI)."""
+    if rules is None:
+        return "not recorded (a state of format 3 or older, until a query saves it)"
+    judged = rules.deduplication_mode == "dropCarryovers"
+    return ", ".join(_setting(f, getattr(rules, f)) for f in RowRules.model_fields
+                     if judged or f not in ("columns", "carryover_ignore_columns"))
 
 
 def _changes(recorded: RowRules, asked: RowRules) -> list[tuple[str, object, object]]:

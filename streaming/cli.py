@@ -42,6 +42,7 @@ from ..hoodie.timeline import Action
 from ..monitor.feed import ChangeFeed, read_changes
 from ..monitor.monitor import MonitorOptions, StreamMonitor
 from ..state import StateStore
+from ..state.row_rules import describe
 from ..state.spark_checkpoint import committed_offset
 from .options import instant_of
 from .storage_options import storage_options
@@ -409,6 +410,7 @@ def show_state(location: str, *, checkpoint: str | None = None, limit: int | Non
         ("cursor", "- (nothing planned yet)" if cursor is None else
          cursor.requested + (f" (completed {cursor.completion})" if cursor.completion else "")),
         ("instants after the cursor", behind),
+        ("row rules", describe(state.rules)),
         *committed,
         ("pending estimate", f"{sum(p.split.est_rows for p in pending):,} rows, "
                              f"{_human_size(sum(p.split.est_bytes for p in pending))}"),

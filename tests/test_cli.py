@@ -341,6 +341,9 @@ def test_state_shows_cursor_lag_and_uncommitted_splits(unzip_fixture, tmp_path, 
     assert cells(line_starting(out, "planned, not committed by the source "))[1] == \
         f"{len(pending)} splits (next sequence {len(pending)})"
     assert "none: caught up" in out  # the snapshot planned everything up to the newest instant
+    # the options its offsets are counted under (the defaults: upsert, stop on deletes)
+    assert cells(line_starting(out, "row rules "))[1] == ("readMode=upsert, neither emitDeletes nor ignoreDeletes, "
+                                                          "mergeType=payload_combine, deduplicationMode=none")
     rows = [ln for ln in out.splitlines() if re.match(r"\s*\d+\s+\d+\s", ln)]
     assert [int(r.split()[0]) for r in rows] == [p.seq for p in pending]
     assert end["seq"] == 2  # the batch Spark would replay first holds the first two of them

@@ -106,10 +106,11 @@ class CommitClock:
         return int(digits), local.astimezone(dt.timezone.utc)
 
 
-def commit_clock(table: HudiTable, instants: Iterable[str], zone: str) -> CommitClock:
-    """The clock of ``instants`` (requested times of completed writes) from the table's timeline, reading the
-    archived timeline only for instants the active one no longer holds."""
-    wanted = set(instants)
+def commit_clock(table: HudiTable, ranges: Iterable[SliceRange], zone: str) -> CommitClock:
+    """The clock of the instants ``ranges`` deliver (requested times of completed writes), from the table's
+    timeline, reading the archived timeline only for instants the active one no longer holds. One clock serves
+    a whole batch (or planning round): the timeline is scanned once, not per range."""
+    wanted = {i for rng in ranges for i in rng.delivered_instants}
     if table.config.version < 8:
         return CommitClock({i: i for i in wanted}, zone)
     found = {e.requested_time: e.completion_time for e in table.timeline.completed_writes()
@@ -215,7 +216,7 @@ def change_pieces(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns:
     Pieces pass through ``map``, never a loop variable, so none is kept alive here while the next is read.
     """
     if COMMIT_VERSION in schema.names:
-        stamp = _stamper(rng, clock or commit_clock(table, rng.delivered_instants, table.config.timeline_zone))
+        stamp = _stamper(rng, clock or commit_clock(table, [rng], table.config.timeline_zone))
         yield from map(stamp, _change_pieces(table, rng, schema, columns, deletes, changelog, merge_type,
                                              fail_on_data_loss, carryovers))
     else:

@@ -52,15 +52,9 @@ RETRY_DEADLINE_OPTION = "retry_deadline_seconds"
 
 def storage_retries() -> int:
     """Requests and operations retried in this process since it started, by botocore and by :class:`Storage`'s
-    own bounded loop (details: :func:`storage_retry_counts`). Process-wide: a stream's driver counts its own."""
+    own bounded loop (details: :func:`.retry.retry_counts`). Process-wide: a stream's driver counts its own."""
     counts = _retry.retry_counts()
     return counts["clientRetries"] + counts["storageRetries"]
-
-
-def storage_retry_counts() -> dict[str, int]:
-    """``clientRetries``, ``storageRetries``, ``ownWrites`` and ``storeErrors`` of this process (see
-    :func:`hudi_streaming.hoodie.retry.retry_counts`)."""
-    return _retry.retry_counts()
 
 
 @dataclass(frozen=True)
@@ -333,7 +327,7 @@ class Storage:
         A conditional PUT the store applied but whose answer was lost (a 500, a reset) is retried — by botocore
         or here — and then finds the object existing. So ``FileExistsError`` is raised only when the object
         holds other bytes than ``data``: the same bytes are this write (whoever sent them, the file is exactly
-        what this call was to create), counted in ``ownWrites`` (:func:`storage_retry_counts`).
+        what this call was to create), counted in ``ownWrites`` (:func:`.retry.retry_counts`).
         """
         target = self.full(rel)
 

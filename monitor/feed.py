@@ -111,7 +111,7 @@ class ChangeFeed:
 
     def _rows(self, splits: list[Split]) -> pa.Table:
         ranges = [split.slice_range() for split in splits]
-        clock = commit_clock(self.table, {i for rng in ranges for i in rng.delivered_instants}, self.zone)
+        clock = commit_clock(self.table, ranges, self.zone)
         parts = [piece for rng in ranges for piece in change_pieces(
             self.table, rng, self.schema, self._read, self.deletes, self.changelog, clock=clock,
             carryovers=self.carryovers)]

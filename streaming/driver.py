@@ -97,9 +97,13 @@ class SourceMetrics(TypedDict):
     storageRetries: int
 
 
-def canonical(offset: Offset) -> Offset:
-    """Spark compares offsets as JSON strings: equal offsets must serialise identically."""
-    return cast(Offset, json.loads(json.dumps(offset, sort_keys=True)))
+_Json = TypeVar("_Json", Offset, SourceMetrics)
+
+
+def canonical(value: _Json) -> _Json:
+    """Spark compares offsets as JSON strings: equal offsets must serialise identically (and a report reads the
+    same every time)."""
+    return cast(_Json, json.loads(json.dumps(value, sort_keys=True)))
 
 
 def make_offset(seq: int, rec: int, sid: str | None = None) -> Offset:
@@ -150,11 +154,10 @@ def _task_inputs(table: HudiTable, output: pa.Schema) -> tuple[pa.Schema, Commit
     return columns, table.timeline.commit_check() if table.config.version < 8 else None
 
 
-def batch_clock(table: HudiTable, splits: Iterable[Split], opts: SourceOptions) -> CommitClock:
+def batch_clock(table: HudiTable, splits: Iterable[Split], zone: str) -> CommitClock:
     """When the instants a batch delivers became visible (its rows' ``_commit_version`` and ``_commit_timestamp``),
     from the driver's timeline, once per batch and handed to every task: tasks read no timeline."""
-    instants = {i for s in splits for i in s.slice_range().delivered_instants}
-    return commit_clock(table, instants, opts.timeline_zone(table.config))
+    return commit_clock(table, (s.slice_range() for s in splits), zone)
 
 
 def _min(a: int | None, b: int | None) -> int | None:
@@ -245,7 +248,8 @@ def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -
     ``endingInstant``) one task per split of the change feed ``read_changes`` reads (``monitor.feed``), so both
     return the same rows, in either read mode. An empty table or range still gets one (empty) task."""
     table = HudiTable(opts.path, opts.storage or None)
-    first, end = opts.positions(opts.timeline_zone(table.config))
+    zone = opts.timeline_zone(table.config)
+    first, end = opts.positions(zone)
     start = None if first in ("earliest", "latest") else first
     columns, commits = _task_inputs(table, output)
     if start or end:
@@ -259,7 +263,7 @@ def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -
         # no instant to merge up to (an empty table) comes with no slices
         splits = [mon.split_of(s, None, max_instant, est_rows=0) for s in slices] if max_instant is not None else []
     ranges = [[SplitRange(s, 0, None)] for s in splits]
-    clock = batch_clock(table, splits, opts)
+    clock = batch_clock(table, splits, zone)
     return [make(r, columns, commits, clock) for r in ranges] or [make([], columns, commits, clock)]
 
 
@@ -283,7 +287,9 @@ class StreamDriver:
         self.store = StateStore(self.location, opts.storage or None)
         #: the instant the user started the stream at: late instants completed before it are not delivered
         #: startingInstant and endingInstant as this table's instant times (timestamps read in its timeline zone)
-        self.start, end = opts.positions(opts.timeline_zone(self.table.config))
+        #: the zone the table's instant times are read in (option timelineTimeZone, or the table's own)
+        self.zone = opts.timeline_zone(self.table.config)
+        self.start, end = opts.positions(self.zone)
         self.floor = None if self.start in ("earliest", "latest") else self.start
         rules = opts.row_rules()
         self.state: StreamState = (self.store.load(self.table.url, self.table.config.name, rules)
@@ -562,7 +568,7 @@ class StreamDriver:
             stop = e_rec if seq == e_seq else None
             groups.setdefault(p.split.group, []).append(SplitRange(p.split, skip, stop))
         columns, commits = _task_inputs(self.table, self.output)
-        clock = batch_clock(self.table, (r.split for rs in groups.values() for r in rs), self.opts)
+        clock = batch_clock(self.table, (r.split for rs in groups.values() for r in rs), self.zone)
         return [make(r, columns, commits, clock) for _, r in sorted(groups.items())]
 
     def commit(self, end: Offset) -> None:
@@ -595,7 +601,7 @@ class StreamDriver:
                                lateInstants=st.late_instants,
                                cleanRetainsFrom=retains_from, retentionHeadroomInstants=headroom,
                                blockedByPendingInstant=self.blocked_by, storageRetries=storage_retries())
-        return cast(SourceMetrics, json.loads(json.dumps(report, sort_keys=True)))
+        return canonical(report)
 
     def _retention(self, pending: list[PlannedSplit], unplanned: list) -> tuple[str | None, int | None]:
         """How close the cleaner is to files this stream still needs (Hudi has no reader lease to hold it off).

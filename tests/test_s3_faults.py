@@ -31,7 +31,8 @@ from sim_query import SimQuery
 
 from hudi_streaming.errors import CorruptFileError, StateError, StoreError
 from hudi_streaming.hoodie import retry
-from hudi_streaming.hoodie.storage import Storage, storage_retries, storage_retry_counts
+from hudi_streaming.hoodie.retry import retry_counts
+from hudi_streaming.hoodie.storage import Storage, storage_retries
 from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
 from hudi_streaming.state import StateStore, StreamState
 
@@ -230,13 +231,13 @@ def test_a_stream_through_faults_delivers_every_change_once(s3, proxy, rate):
     query.run()
     for kind, ops in KINDS.items():
         proxy.reset_stats()
-        before, began, first = storage_retry_counts(), time.monotonic(), len(steps)
+        before, began, first = retry_counts(), time.monotonic(), len(steps)
         proxy.set_faults(Fault(kind, rate=rate, ops=frozenset(ops)))
         for _ in range(COMMITS):
             commit(gen, steps)
             query.run_until_caught_up()
         proxy.clear()
-        stats, after = proxy.stats(), storage_retry_counts()
+        stats, after = proxy.stats(), retry_counts()
         instants = {s.instant for s in steps[first:]}
         expected = [c for c in change_feed(steps) if c[2] in instants]
         got = [r for r in query.rows if r["_hoodie_commit_time"] in instants]
@@ -270,11 +271,11 @@ def test_a_state_write_applied_but_answered_with_an_error_is_the_streams_own(s3,
     location = s3.url(f"ambiguous/{kind}-{botocore_retries}")
     store = StateStore(location, options)
     store.save(_state(1))
-    own = storage_retry_counts()["ownWrites"]
+    own = retry_counts()["ownWrites"]
     proxy.set_faults(Fault(kind, ops={"CPUT"}, limit=1))
     store.save(_state(2))
     assert proxy.stats()["faults"] == {kind: 1}
-    assert storage_retry_counts()["ownWrites"] == own + 1
+    assert retry_counts()["ownWrites"] == own + 1
     proxy.clear()
     again = StateStore(location, s3.storage_options)
     assert again.newest() == _state(2) and again.version == store.version == 1
@@ -316,12 +317,12 @@ def test_a_persistent_outage_stops_the_query_in_bounded_time_with_one_line(s3, p
     commit(gen, steps)
     proxy.reset_stats()
     proxy.set_faults(Fault(kind))
-    before, began = storage_retry_counts(), time.monotonic()
+    before, began = retry_counts(), time.monotonic()
     with pytest.raises(StoreError) as e:
         query.run()
     took = time.monotonic() - began
     message = str(e.value)
-    stats, after = proxy.stats(), storage_retry_counts()
+    stats, after = proxy.stats(), retry_counts()
     REPORT.append({"kind": f"outage {kind}", "rate": 1.0, "requests": stats["requests"], "faults": stats["injected"],
                    "client_retries": after["clientRetries"] - before["clientRetries"],
                    "storage_retries": after["storageRetries"] - before["storageRetries"], "own_writes": 0,
@@ -428,9 +429,9 @@ def test_a_read_returning_fewer_bytes_than_the_object_holds_is_retried(s3, monke
         data = cat(path, **kw)
         return data[:3] if len(calls) <= 2 else data
     monkeypatch.setattr(storage.fs, "cat_file", short_twice)
-    retried = storage_retry_counts()["storageRetries"]
+    retried = retry_counts()["storageRetries"]
     assert storage.read_bytes("f", size=10) == b"0123456789"
-    assert storage_retry_counts()["storageRetries"] == retried + 2
+    assert retry_counts()["storageRetries"] == retried + 2
     calls.clear()
     monkeypatch.setattr(storage.fs, "cat_file", lambda path, **kw: cat(path, **kw)[:3])
     with pytest.raises(StoreError, match=r"short/quiet/f \(object store .*\): read failed .* last error: ShortRead: "

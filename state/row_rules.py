@@ -37,17 +37,19 @@ def describe(rules: RowRules | None) -> str:
     """The rules as the options that set them, e.g. ``readMode=upsert, emitDeletes=true, ...`` (for the CLI)."""
     if rules is None:
         return "not recorded (a state of format 3 or older, until a query saves it)"
-    judged = rules.deduplication_mode == "dropCarryovers"
-    return ", ".join(_setting(f, getattr(rules, f)) for f in RowRules.model_fields
-                     if judged or f not in ("columns", "carryover_ignore_columns"))
+    return ", ".join(_setting(f, getattr(rules, f)) for f in _fields(rules))
 
 
 def _changes(recorded: RowRules, asked: RowRules) -> list[tuple[str, object, object]]:
     """The fields that differ; the columns carry-overs are judged by only where they are dropped before and now."""
-    judged = recorded.deduplication_mode == asked.deduplication_mode == "dropCarryovers"
-    return [(f, getattr(recorded, f), getattr(asked, f)) for f in RowRules.model_fields
-            if getattr(recorded, f) != getattr(asked, f)
-            and (judged or f not in ("columns", "carryover_ignore_columns"))]
+    return [(f, getattr(recorded, f), getattr(asked, f)) for f in _fields(recorded, asked)
+            if getattr(recorded, f) != getattr(asked, f)]
+
+
+def _fields(*rules: RowRules) -> list[str]:
+    """The fields that count: the carry-over columns only where every one of ``rules`` drops carry-overs."""
+    judged = all(r.deduplication_mode == "dropCarryovers" for r in rules)
+    return [f for f in RowRules.model_fields if judged or f not in ("columns", "carryover_ignore_columns")]
 
 
 def _setting(field: str, value: object) -> str:

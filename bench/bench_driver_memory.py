@@ -40,7 +40,7 @@ def rss_mib() -> float:
 
 
 def start_writer(url: str, args: argparse.Namespace, log: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "hudi_streaming.hoodie.writer.loadgen", url, "--keys", str(args.keys),
+    cmd = [sys.executable, "-m", "hudi_streaming.writer.loadgen", url, "--keys", str(args.keys),
            "--partitions", "4", "--batch", str(args.batch), "--commits", str(args.commits),
            "--compact-every", "5", "--clean-every", "10", "--retain-commits", "20", "--archive-every", "20",
            "--keep-active", "40", "--seed", "5"]

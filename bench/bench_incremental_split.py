@@ -29,7 +29,7 @@ def build(table: str, rows: int, commits: int, updates: int) -> None:
     import numpy as np
     import pyarrow as pa
 
-    from hudi_streaming.hoodie.writer import create_table
+    from hudi_streaming.writer import create_table
 
     schema = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("v", pa.string()), ("x", pa.float64())])
     rng = np.random.default_rng(0)

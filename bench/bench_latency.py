@@ -4,7 +4,7 @@ A writer in its own process commits a small upsert (``--rows`` rows: half new ke
 written longest ago) every ``--interval`` seconds for ``--seconds`` to a table version 9 MERGE_ON_READ table (two
 partitions, ``--keys`` keys to begin with; like Hudi's inline services it compacts every ``--compact-every``
 deltacommits and cleans and archives every ``--clean-every``, so the timeline and the file slices stay small). One
-local Spark session (``local[2]``, ``hudi_streaming.streaming.local_spark``) runs the stream from ``latest``
+local Spark session (``local[2]``, ``hudi_streaming.cli.local_spark``) runs the stream from ``latest``
 with the default trigger (the next micro-batch as soon as the previous one ends; Spark sleeps 10 ms between
 triggers that find no data) into a ``foreachBatch`` sink that collects each batch to the driver
 (``df.toArrow()``) and notes the time it has the rows.
@@ -92,7 +92,7 @@ def _rows(keys: list[int], seq0: int, partitions: int):
 # -- the writer process ----------------------------------------------------------------------------------------
 def writer_main(a: argparse.Namespace) -> None:
     """Warm-up commits, then (once ``go`` exists) a commit every ``interval`` s; one JSON line per commit."""
-    from hudi_streaming.hoodie.writer import HudiWriter
+    from hudi_streaming.writer import HudiWriter
 
     w = HudiWriter.open(a.table)
     timeline = Path(a.table) / ".hoodie" / "timeline"
@@ -301,7 +301,7 @@ def main() -> int:
 
 
 def run(a: argparse.Namespace, work: Path, table: Path, log_path: Path, go: Path) -> int:
-    from hudi_streaming.hoodie.writer import create_table
+    from hudi_streaming.writer import create_table
 
     load_before = os.getloadavg()
     w = create_table(str(table), "bench_latency", _schema(), record_key="key",
@@ -310,7 +310,7 @@ def run(a: argparse.Namespace, work: Path, table: Path, log_path: Path, go: Path
     w.insert(_rows(list(range(a.keys)), 0, a.partitions))
     del w
 
-    from hudi_streaming.streaming.local_spark import local_spark
+    from hudi_streaming.cli.local_spark import local_spark
     t_spark = time.time()
     trace_path = work / "trace.jsonl"
     os.environ["BENCH_LATENCY_TRACE"] = str(trace_path)  # before the JVM starts: its Python processes inherit it

@@ -4,7 +4,7 @@ Run: ``python bench/bench_slice_read.py [--sizes N1,N2,...] [--updates U] [--blo
 [--compression CODEC] [--profile [N]]`` (defaults: 1,000,000 and 4,000,000 base rows, 200,000 updates, 4 blocks,
 best of 3, gzip). bench/README.md says what each line of the report measures.
 
-Per size, the project's writer (``hoodie.writer``) makes a table version 9 MOR table of one file slice: a base
+Per size, the project's writer (``hudi_streaming.writer``) makes a table version 9 MOR table of one file slice: a base
 file of N trips-like rows (deltacommit 1) and a log file of U updates of distinct existing keys in B Avro data
 blocks (deltacommit 2). Our merged reads (batch API and stream task) must equal hudi-rs's and the expected
 state, our read-optimized read and pyarrow's the base rows, or nothing is timed (exit 1). Then each reader runs
@@ -76,7 +76,7 @@ def generate(n: int, u: int) -> tuple[pa.Table, pa.Table, np.ndarray]:
 
 def write_table(path: Path, n: int, u: int, blocks: int, compression: str) -> list[str]:
     """The table, with the project's writer; its two instants."""
-    from hudi_streaming.hoodie.writer import create_table
+    from hudi_streaming.writer import create_table
 
     base, updates, _ = generate(n, u)
     w = create_table(str(path), TABLE_NAME, SCHEMA, record_key=KEY, ordering_field="ts", table_type="MERGE_ON_READ",

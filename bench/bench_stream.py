@@ -49,7 +49,7 @@ def build(table: str, rows: int, updates: int, group_rows: int) -> None:
     import numpy as np
     import pyarrow as pa
 
-    from hudi_streaming.hoodie.writer import create_table
+    from hudi_streaming.writer import create_table
 
     rng = np.random.default_rng(1)
     schema = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("rider", pa.string()), ("driver", pa.string()),

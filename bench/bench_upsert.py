@@ -1,4 +1,4 @@
-"""Upsert throughput of the table writer (``hoodie.writer``), MOR and COW.
+"""Upsert throughput of the table writer (``hudi_streaming.writer``), MOR and COW.
 
 Run: ``python bench/bench_upsert.py [--rows 1000000] [--update-fraction 0.1] [--types MOR,COW] [--version 9]
 [--partitions 10] [--max-file-records 100000] [--repeat 2] [--dir PATH]``.
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from hudi_streaming.hoodie.writer import create_table  # noqa: E402
+from hudi_streaming.writer import create_table  # noqa: E402
 
 SCHEMA = pa.schema([
     ("uuid", pa.string()), ("city", pa.string()), ("ts", pa.int64()), ("fare", pa.float64()),

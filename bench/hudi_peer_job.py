@@ -125,7 +125,7 @@ def stream_main(a) -> None:
     if a.source == "hudi":
         spark, fmt = hudi_session(a.jar), "hudi"
     else:
-        from hudi_streaming.streaming.local_spark import local_spark
+        from hudi_streaming.cli.local_spark import local_spark
         spark, fmt = local_spark("bench-vs-hudi"), "hudi_streaming"
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
     out = open(a.out, "w", buffering=1)

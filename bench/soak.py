@@ -17,7 +17,7 @@ deletes, task retries on) and kills it, taking these in turn:
 Meanwhile one writer process runs the project's load generator (upserts, every fifth step deletes;
 compaction, clean and archive at fixed step intervals) and is itself SIGKILLed every 10–40 s while it writes
 and restarted, so its write in flight fails and the next write rolls it back. The writer takes no lock (one
-writer per table, see ``hudi_streaming.hoodie.writer``), so there are not two writers: instead its instant
+writer per table, see ``hudi_streaming.writer``), so there are not two writers: instead its instant
 clock is skewed by ``+clock-skew`` and ``-clock-skew`` seconds, switching every four steps (the writer keeps
 instants increasing: a clock behind the newest instant gives instants 1 ms apart, one ahead jumps). What two
 writers with skewed clocks do to a reader, it does as well: on a v9 MOR table some delete steps complete
@@ -85,7 +85,7 @@ STORE: dict | None = None
 
 def skew_writer_clock(offset: dt.timedelta) -> None:
     """Make the writer read ``now`` ``offset`` away from the real clock (it reads the time in ``timeline_io``)."""
-    from hudi_streaming.hoodie.writer import timeline_io
+    from hudi_streaming.writer import timeline_io
 
     class Skewed(dt.datetime):
         @classmethod
@@ -100,7 +100,7 @@ def writer_main(url: str, version: int, table_type: str, skew: float, pause: flo
     """Write load-generator steps with table services until killed (resuming after the last completed step);
     the file :func:`busy_file` (or ``busy_path``) exists while it writes. On a local v9 MOR table some delete
     steps complete late (see :func:`write_late_pair`)."""
-    from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
+    from hudi_streaming.writer.loadgen import LoadGenerator
 
     rng = random.Random(f"{seed}:{os.getpid()}")
     gen = LoadGenerator(url, keys=KEYS, partitions=PARTITIONS, seed=SEED, batch=BATCH, table_type=table_type,
@@ -140,7 +140,7 @@ def completes_late(gen) -> bool:
     """Whether the next step is a delete that shares no key with the step after it: such a step can complete
     after its successor and the change feed still holds the same changes (a shared key would make the successor's
     change type depend on what the stream could see, which the model does not follow)."""
-    from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
+    from hudi_streaming.writer.loadgen import LoadGenerator
 
     dry = LoadGenerator(None, keys=KEYS, partitions=PARTITIONS, seed=SEED, batch=BATCH, late_share=0.0)
     dry.present, dry.steps_done = dict(gen.present), gen.steps_done
@@ -366,7 +366,7 @@ def model_feed(table: Path | str) -> tuple[list[tuple], int]:
     """The change feed of every step whose commit completed: the load generator's plans replayed, each with the
     instant of the commit that recorded its step number; and the number of steps."""
     from hudi_streaming import HudiTable
-    from hudi_streaming.hoodie.writer.loadgen import STEP_KEY, LoadGenerator
+    from hudi_streaming.writer.loadgen import STEP_KEY, LoadGenerator
 
     t = HudiTable(str(table), STORE)
     instant_of = {}

@@ -1,5 +1,3 @@
-"""Spark Structured Streaming source for Apache Hudi tables, and the ``hudi-streaming`` command-line tool.
-
-Nothing is imported here on purpose: ``streaming.cli`` must start without importing PySpark (and a JVM), so
-that ``hudi-streaming inspect`` works on machines that only have the format layer installed.
+"""The Spark Structured Streaming source for Apache Hudi tables (and its batch reader): PySpark's Python Data
+Source API over the planner and the checkpoint state. The command-line tool is in :mod:`hudi_streaming.cli`.
 """

@@ -59,7 +59,7 @@ def unzip_fixture(fixtures_root):
 @pytest.fixture(scope="session")
 def spark():
     """One local Spark session for the whole test run (start-up costs seconds; sessions are shared)."""
-    from hudi_streaming.streaming.local_spark import local_spark
+    from hudi_streaming.cli.local_spark import local_spark
 
     session = local_spark("hudi-streaming-tests")
     yield session
@@ -127,7 +127,7 @@ def wheel_venv(wheel):
 
 TESTS = Path(__file__).resolve().parent
 SPARK_NAMES = frozenset({"SparkSession", "local_spark"})
-SPARK_OBJECTS = frozenset({("harness", "Driver"), ("hudi_streaming.streaming.local_spark", "local_spark"),
+SPARK_OBJECTS = frozenset({("harness", "Driver"), ("hudi_streaming.cli.local_spark", "local_spark"),
                            ("pyspark.sql.session", "SparkSession")})
 SPARK_PROGRAM = re.compile(r"(?:^|/)(?:spark-submit|spark-class|spark-shell|start-connect-server\.sh|java|docker|"
                            r"docker-compose)$")

@@ -31,7 +31,7 @@ from hudi_streaming.hoodie.logfile import avro_arrow
 from hudi_streaming.hoodie.logfile.avro_arrow import arrow_schema_from_avro, decode_avro_records
 from hudi_streaming.hoodie.logfile.format import BlockType
 from hudi_streaming.hoodie.logfile.reader import iter_blocks
-from hudi_streaming.hoodie.writer.avro_encode import records_to_avro_dicts
+from hudi_streaming.writer.avro_encode import records_to_avro_dicts
 
 needs_polars = pytest.mark.skipif(avro_arrow.polars is None, reason="polars (the fast decoder) is not installed")
 UTC = dt.timezone.utc

@@ -11,8 +11,8 @@ import pytest
 from stream_sim import make_reader, run_batches
 
 from hudi_streaming import OptionError, read_changes
-from hudi_streaming.hoodie.writer import create_table
 from hudi_streaming.streaming.options import parse_options
+from hudi_streaming.writer import create_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("amount", pa.int64()), ("note", pa.string())])
 

@@ -103,7 +103,7 @@ def test_a_sink_written_for_deltas_change_feed_runs_unchanged(spark, tmp_path):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from hudi_streaming.hoodie.writer import create_table
+    from hudi_streaming.writer import create_table
 
     schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("amount", pa.int64())])
     writer = create_table(str(tmp_path / "t"), "orders", schema, record_key="id", ordering_field="ts", version=9)

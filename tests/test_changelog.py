@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from stream_sim import make_reader, resume, run_batches
 
-from hudi_streaming.hoodie.writer import create_table
+from hudi_streaming.writer import create_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string())])
 
@@ -104,7 +104,7 @@ def test_upsert_mode_marks_inserts_and_updates_by_the_earlier_state(tmp_path):
 def test_start_at_an_archived_instant_reads_the_archived_timeline(tmp_path):
     """startingInstant older than the active timeline: the archived instants' changes come first, none lost."""
     from hudi_streaming.hoodie import HudiTable
-    from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
+    from hudi_streaming.writer.loadgen import LoadGenerator
 
     table = str(tmp_path / "table")
     gen = LoadGenerator(table, keys=50, partitions=2, seed=3, batch=10, late_share=0.0, delete_every=0)

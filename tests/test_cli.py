@@ -19,8 +19,8 @@ import pytest
 from conftest import LOG_FILES
 from s3_server import S3Server
 
+from hudi_streaming.cli.commands import format_table, main
 from hudi_streaming.hoodie.table import HudiTable
-from hudi_streaming.streaming.cli import format_table, main
 
 V6, V9 = "mor_avro__v6_trips_8i3d", "mor_avro__v9_txns_simple_meta"
 _TIMELINE_FILE = re.compile(r"^(\d{17})(?:_(\d{17}))?\.([a-z]+)(\.requested|\.inflight)?$")
@@ -473,8 +473,8 @@ def test_read_positions_take_timestamps_and_refuse_nonsense(unzip_fixture, capsy
 def test_tail_prints_each_new_instant_as_the_writer_commits_it(tmp_path, capsys, monkeypatch):
     """The project's writer commits while tail runs (from 'latest': the table's first commit is not shown);
     each instant's listing holds exactly the keys and change types that write made."""
-    from hudi_streaming.hoodie.writer import create_table
     from hudi_streaming.monitor.feed import ChangeFeed
+    from hudi_streaming.writer import create_table
 
     schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("amount", pa.int64())])
     writer = create_table(str(tmp_path / "t"), "tailed", schema, record_key="id", ordering_field="ts", version=9)
@@ -519,7 +519,7 @@ def test_tail_prints_each_new_instant_as_the_writer_commits_it(tmp_path, capsys,
 def test_tail_from_earliest_prints_the_snapshot_as_one_block_then_writes_in_visible_order(tmp_path, capsys):
     """The table as of its latest write comes first, as one block named by that write; then each write as it
     completes, in the order writes became visible (not grouped by the rows' commit times)."""
-    from hudi_streaming.hoodie.writer import create_table
+    from hudi_streaming.writer import create_table
 
     schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("amount", pa.int64())])
     writer = create_table(str(tmp_path / "t"), "tailed", schema, record_key="id", ordering_field="ts", version=9)
@@ -541,7 +541,7 @@ def test_tail_from_earliest_prints_the_snapshot_as_one_block_then_writes_in_visi
 
 
 def test_read_changes_prints_the_change_feed_of_a_range(tmp_path, capsys):
-    from hudi_streaming.hoodie.writer import create_table
+    from hudi_streaming.writer import create_table
 
     schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("amount", pa.int64())])
     writer = create_table(str(tmp_path / "t"), "changed", schema, record_key="id", ordering_field="ts", version=9)

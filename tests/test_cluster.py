@@ -34,7 +34,7 @@ from conftest import REPO, Venv
 
 from hudi_streaming import read_table
 from hudi_streaming.hoodie import HudiTable
-from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
+from hudi_streaming.writer.loadgen import LoadGenerator
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
 from cluster_job import parse_progress  # noqa: E402

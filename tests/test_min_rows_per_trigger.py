@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 from stream_sim import make_reader
 
-from hudi_streaming.hoodie.writer import create_table
+from hudi_streaming.writer import create_table
 
 pytestmark = pytest.mark.slow  # waits for trigger delays: 28 s and 10 s
 

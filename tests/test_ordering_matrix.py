@@ -67,7 +67,7 @@ from hudi import HudiReadOptions, HudiTableBuilder  # hudi-rs, the 'test' extra
 from hudi_streaming import hoodie
 from hudi_streaming.errors import InvalidTableContentError, OptionError
 from hudi_streaming.hoodie.logfile.format import Ordering
-from hudi_streaming.hoodie.writer import HudiWriter, create_table
+from hudi_streaming.writer import HudiWriter, create_table
 
 UTC = dt.timezone.utc
 

@@ -12,10 +12,10 @@ import time
 import pyarrow as pa
 import pytest
 
-from hudi_streaming.hoodie.writer import create_table
 from hudi_streaming.streaming import driver as driver_module
 from hudi_streaming.streaming.driver import BatchLimit, StreamDriver, make_offset, source_schema
 from hudi_streaming.streaming.options import parse_options
+from hudi_streaming.writer import create_table
 
 SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int64())])
 

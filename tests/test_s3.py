@@ -23,10 +23,10 @@ from s3_server import KEY, REGION, SECRET, S3Server
 from hudi_streaming import OptionError, hoodie
 from hudi_streaming.hoodie import storage
 from hudi_streaming.hoodie.storage import Storage
-from hudi_streaming.hoodie.writer import create_table
-from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
 from hudi_streaming.streaming.options import parse_options
 from hudi_streaming.streaming.storage_options import storage_options
+from hudi_streaming.writer import create_table
+from hudi_streaming.writer.loadgen import LoadGenerator
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
 from verify import apply_upserts, duplicates, state_differences  # noqa: E402

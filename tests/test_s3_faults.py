@@ -33,8 +33,8 @@ from hudi_streaming.errors import CorruptFileError, StateError, StoreError
 from hudi_streaming.hoodie import retry
 from hudi_streaming.hoodie.retry import retry_counts
 from hudi_streaming.hoodie.storage import Storage, storage_retries
-from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
 from hudi_streaming.state import StateStore, StreamState
+from hudi_streaming.writer.loadgen import LoadGenerator
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
 from verify import change_feed, feed_differences  # noqa: E402

@@ -23,8 +23,8 @@ import pytest
 from sim_query import SimQuery
 
 from hudi_streaming.errors import StoreError
-from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
 from hudi_streaming.state import StateStore
+from hudi_streaming.writer.loadgen import LoadGenerator
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
 from verify import change_feed, feed_differences  # noqa: E402

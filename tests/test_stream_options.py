@@ -17,7 +17,7 @@ from stream_sim import make_reader, resume, run_batches
 
 from hudi_streaming import hoodie
 from hudi_streaming.errors import DataLossError
-from hudi_streaming.hoodie.writer import create_table
+from hudi_streaming.writer import create_table
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))
 from reveal import TimelineReveal  # noqa: E402

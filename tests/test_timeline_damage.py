@@ -19,13 +19,13 @@ import pytest
 from test_archived_timeline import delete_active_files, lsm_row, oldest_instants, write_lsm_file, write_manifest
 
 from hudi_streaming import hoodie
+from hudi_streaming.cli.commands import main
 from hudi_streaming.errors import CorruptFileError, DataLossError, InvalidTableContentError
 from hudi_streaming.hoodie.config import load_table_config
 from hudi_streaming.hoodie.storage import Storage
 from hudi_streaming.hoodie.table import HudiTable
 from hudi_streaming.hoodie.timeline import Timeline
 from hudi_streaming.monitor.monitor import Cursor, MonitorOptions, StreamMonitor
-from hudi_streaming.streaming.cli import main
 
 V6, V9 = "mor_avro__v6_trips_8i3d", "mor_avro__v9_txns_simple_meta"
 #: a completed delta commit of V9 that wrote one log file, its predecessor (completion times), and the log file

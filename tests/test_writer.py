@@ -1,4 +1,5 @@
-"""The table writer (``hoodie.writer``): tables it writes read the same in our reader, in hudi-rs, and in a model.
+"""The table writer (``hudi_streaming.writer``): tables it writes read the same in our reader, in hudi-rs, and in a
+model.
 
 Every scenario keeps its own expected state: a plain dict (partition path, record key) → latest record, to
 which each write is applied by hand with the table's merge rules (commit time: the newer write wins;
@@ -33,11 +34,11 @@ from hudi_streaming.hoodie.logfile.format import BlockType, HeaderKey
 from hudi_streaming.hoodie.logfile.reader import read_log_file
 from hudi_streaming.hoodie.storage import Storage
 from hudi_streaming.hoodie.timeline import Timeline
-from hudi_streaming.hoodie.writer import HudiWriter, avro_meta, create_table
-from hudi_streaming.hoodie.writer.index import INDEX_DIR, MAX_DELTAS
-from hudi_streaming.hoodie.writer.loadgen import SCHEMA, LoadGenerator, completed_steps
-from hudi_streaming.hoodie.writer.props import escape_java_property, render_properties
-from hudi_streaming.hoodie.writer.timeline_io import TimelineFiles
+from hudi_streaming.writer import HudiWriter, avro_meta, create_table
+from hudi_streaming.writer.index import INDEX_DIR, MAX_DELTAS
+from hudi_streaming.writer.loadgen import SCHEMA, LoadGenerator, completed_steps
+from hudi_streaming.writer.props import escape_java_property, render_properties
+from hudi_streaming.writer.timeline_io import TimelineFiles
 
 ARCHIVED_OPTION = "hoodie.internal.timeline.archived.enabled"
 KEY = ("_hoodie_partition_path", "_hoodie_record_key")
@@ -707,7 +708,7 @@ def test_loadgen_resumes_and_replays(tmp_path):
 
 
 def test_loadgen_command_line(tmp_path, capsys):
-    from hudi_streaming.hoodie.writer.loadgen import main
+    from hudi_streaming.writer.loadgen import main
     path = str(tmp_path / "t")
     assert main([path, "--keys", "50", "--batch", "10", "--commits", "4", "--compact-every", "2",
                  "--clean-every", "3", "--archive-every", "4", "--retain-commits", "2", "--keep-active", "2"]) == 0
@@ -716,7 +717,7 @@ def test_loadgen_command_line(tmp_path, capsys):
 
 
 def test_index_deltas_fold_into_a_new_base(tmp_path, monkeypatch):
-    import hudi_streaming.hoodie.writer.index as index_module
+    import hudi_streaming.writer.index as index_module
     monkeypatch.setattr(index_module, "MAX_DELTAS", 2)
     path = str(tmp_path / "t")
     gen = LoadGenerator(path, keys=40, partitions=0, seed=2, batch=8, table_type="COPY_ON_WRITE")
@@ -737,8 +738,8 @@ def test_index_deltas_fold_into_a_new_base(tmp_path, monkeypatch):
 def test_vectorised_avro_encoding_equals_fastavro():
     import random
 
-    from hudi_streaming.hoodie.writer import schema as sch
-    from hudi_streaming.hoodie.writer.avro_encode import _encode_fastavro, encode_records
+    from hudi_streaming.writer import schema as sch
+    from hudi_streaming.writer.avro_encode import _encode_fastavro, encode_records
     rng = random.Random(4)
     schema = pa.schema([("s", pa.string()), ("l", pa.int64()), ("i", pa.int32()), ("f", pa.float32()),
                         ("d", pa.float64()), ("b", pa.bool_()), ("bin", pa.binary()), ("day", pa.date32()),

@@ -22,7 +22,7 @@ import pytest
 from test_writer import Model, assert_state
 
 from hudi_streaming import hoodie
-from hudi_streaming.hoodie.writer.loadgen import STEP_KEY, LoadGenerator, completed_steps
+from hudi_streaming.writer.loadgen import STEP_KEY, LoadGenerator, completed_steps
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +30,7 @@ KILLS = 8  # per table; four tables: 32 kills
 
 ZYGOTE = r"""
 import json, os, signal, sys, traceback
-from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
+from hudi_streaming.writer.loadgen import LoadGenerator
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped automatically
 print("ready", flush=True)
 for line in sys.stdin:

@@ -1,5 +1,5 @@
 """Avro records of Hudi Avro data blocks -> Arrow tables (the way back, for the writer, is
-:mod:`hoodie.writer.avro_encode`).
+:mod:`hudi_streaming.writer.avro_encode`).
 
 The merge code concatenates log rows with base-file rows, so a decoded block must come out with exactly the
 Arrow types the table's parquet base files (and Spark) have: :func:`arrow_schema_from_avro` is that mapping,
@@ -533,7 +533,7 @@ def arrow_schema_from_avro(schema: str | dict) -> pa.Schema:
 def avro_value_schemas(schema_json: str) -> tuple[pa.Schema, pa.Schema]:
     """``(wire, raw)``: the Arrow schemas an encoder of records with Avro ``schema_json`` casts a table of
     :func:`arrow_schema_from_avro`'s schema to, every field of the record in order
-    (:func:`hoodie.writer.avro_encode.records_to_avro_dicts`). ``wire`` holds temporal values in Avro's own unit
+    (:func:`hudi_streaming.writer.avro_encode.records_to_avro_dicts`). ``wire`` holds temporal values in Avro's own unit
     (a timestamp-millis field as ``timestamp[ms]``), ``raw`` the same values as the plain ints Avro writes."""
     plan = _plan(schema_json, None)
     return plan.wire, plan.raw

@@ -1,6 +1,6 @@
 """``python -m hudi_streaming``: the ``hudi-streaming`` command-line tool."""
 import sys
 
-from .streaming.cli import main
+from .cli import main
 
 sys.exit(main())

@@ -69,7 +69,7 @@ def live_writer(table: Path, late_share: float, retain_commits: int = 5) -> tupl
     ``advance()`` writes two load-generator steps (upserts; every fifth step deletes), compacting every third,
     cleaning every fourth and archiving every fifth step.
     """
-    from hudi_streaming.hoodie.writer.loadgen import LoadGenerator
+    from hudi_streaming.writer.loadgen import LoadGenerator
 
     gen = LoadGenerator(str(table), keys=300, partitions=3, seed=11, batch=40, name="e2e", late_share=late_share)
     steps = [gen.step()]

@@ -71,7 +71,7 @@ def main() -> None:
         ap.error(f"--sinks: {args.sinks!r}")
     from pyspark.sql import functions as F
 
-    from hudi_streaming.streaming.local_spark import local_spark
+    from hudi_streaming.cli.local_spark import local_spark
 
     clear_interrupted_first_offset(Path(args.work) / "checkpoint")
     spark = local_spark("hudi-streaming-e2e", f"local[2,{args.task_retries}]")

@@ -12,9 +12,9 @@ import datetime as dt
 import json
 from typing import Any
 
-from ..config import TableConfig
-from ..storage import Storage
-from ..timeline.instant import parse_instant_file
+from ..hoodie.config import TableConfig
+from ..hoodie.storage import Storage
+from ..hoodie.timeline.instant import parse_instant_file
 from . import avro_meta
 
 #: Keys of a v6 (JSON) write stat, in the order Hudi 0.15 writes them (``FX:v6_trips_8i3d``).

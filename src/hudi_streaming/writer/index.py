@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..storage import Storage
+from ..hoodie.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ class RecordIndex:
         """From the latest snapshot's meta columns (base rows name their file, log rows their file id)."""
         if instant is None:
             return cls(None, None)
-        from ..read import read_table  # late: read imports the whole reader
+        from ..hoodie.read import read_table  # late: read imports the whole reader
         t = read_table(url, columns=["_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"],
                        storage_options=storage_options)
         names = t.column("_hoodie_file_name").combine_chunks()

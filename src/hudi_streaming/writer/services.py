@@ -31,17 +31,17 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...errors import OptionError
-from ..config import TableConfig, TableType
-from ..fs_view import list_data_files, parse_base_file, parse_log_file
-from ..logfile.format import CONTENT_VERSION, BlockType, HeaderKey, make_log_file_name
-from ..logfile.writer import encode_block, encode_rollback_block
-from ..slice_reader import SliceRead, align, read_slice
-from ..storage import FileInfo, Storage
-from ..table import HudiTable
-from ..timeline.active import ActiveTimeline, TimelineEntry
-from ..timeline.instant import Action, State, parse_instant_file
-from ..timeline.metadata import decode_metadata_bytes
+from ..errors import OptionError
+from ..hoodie.config import TableConfig, TableType
+from ..hoodie.fs_view import list_data_files, parse_base_file, parse_log_file
+from ..hoodie.logfile.format import CONTENT_VERSION, BlockType, HeaderKey, make_log_file_name
+from ..hoodie.logfile.writer import encode_block, encode_rollback_block
+from ..hoodie.slice_reader import SliceRead, align, read_slice
+from ..hoodie.storage import FileInfo, Storage
+from ..hoodie.table import HudiTable
+from ..hoodie.timeline.active import ActiveTimeline, TimelineEntry
+from ..hoodie.timeline.instant import Action, State, parse_instant_file
+from ..hoodie.timeline.metadata import decode_metadata_bytes
 from . import avro_meta
 from .files import TableFiles, rel_path
 from .index import INDEX_DIR, RecordIndex

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pyspark is imported only when the demo runs
 def run_demo(workdir: str | None = None, commits: int = 12, keys: int = 400, out=sys.stdout) -> bool:
     """Run the demo; returns True when the streamed state equals the table (prints a report to ``out``)."""
     from .. import hoodie
-    from ..hoodie.writer.loadgen import LoadGenerator
+    from ..writer.loadgen import LoadGenerator
     from .local_spark import local_spark
 
     def say(msg: str) -> None:

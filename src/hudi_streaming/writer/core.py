@@ -1,6 +1,6 @@
 """The table writer: create a table, then upsert / insert / delete, each write one crash-safe instant.
 
-See the package docstring (``hoodie.writer``) for the API and the on-disk protocol.
+See the package docstring (``hudi_streaming.writer``) for the API and the on-disk protocol.
 """
 from __future__ import annotations
 
@@ -20,15 +20,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ...errors import InvalidTableContentError, OptionError, UnsupportedTableError
-from ..config import DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST, MergeMode, TableConfig, TableType, load_table_config
-from ..fs_view import FileSlice, parse_log_file
-from ..logfile.format import COMMIT_TIME_DELETE, CONTENT_VERSION, BlockType, HeaderKey, Ordering, make_log_file_name
-from ..logfile.writer import encode_block, encode_delete_block
-from ..merge import LogRecords, commit_time_deletes, fill_ordering, merge_with_base
-from ..slice_reader import SliceRead, align, merge_rules
-from ..storage import FileInfo, Storage
-from ..table import IS_DELETED, HudiTable
+from ..errors import InvalidTableContentError, OptionError, UnsupportedTableError
+from ..hoodie.config import DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST, MergeMode, TableConfig, TableType, load_table_config
+from ..hoodie.fs_view import FileSlice, parse_log_file
+from ..hoodie.logfile.format import (
+    COMMIT_TIME_DELETE,
+    CONTENT_VERSION,
+    BlockType,
+    HeaderKey,
+    Ordering,
+    make_log_file_name,
+)
+from ..hoodie.logfile.writer import encode_block, encode_delete_block
+from ..hoodie.merge import LogRecords, commit_time_deletes, fill_ordering, merge_with_base
+from ..hoodie.slice_reader import SliceRead, align, merge_rules
+from ..hoodie.storage import FileInfo, Storage
+from ..hoodie.table import IS_DELETED, HudiTable
 from . import schema as sch
 from . import services
 from .avro_encode import encode_records
@@ -359,7 +366,7 @@ class HudiWriter:
         """Roll back every pending (failed) write; returns the rollback instant times."""
         return self.recover()
 
-    # -- table services (hoodie.writer.services) ---------------------------------------------------------------
+    # -- table services (hudi_streaming.writer.services) ---------------------------------------------------------------
     def compact(self) -> str | None:
         """MOR: schedule and run a compaction of every file group with log files; its instant, or None."""
         return services.compact(self)

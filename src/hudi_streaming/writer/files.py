@@ -9,7 +9,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from ..storage import Storage
+from ..hoodie.storage import Storage
 
 #: Hudi's direct markers: ``<MARKER_DIR>/<instant>/<data file path>.marker.<IO type>``.
 MARKER_DIR = ".hoodie/.temp"

@@ -17,7 +17,7 @@ from typing import Any
 
 import fastavro
 
-from ..logfile.avro_arrow import avro_bytes, avro_long
+from ..hoodie.logfile.avro_arrow import avro_bytes, avro_long
 
 _STR = {"type": "string", "avro.java.string": "String"}
 _OPT_STR = ["null", _STR]

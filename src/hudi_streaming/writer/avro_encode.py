@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..logfile.avro_arrow import avro_value_schemas
+from ..hoodie.logfile.avro_arrow import avro_value_schemas
 
 _NULL = pa.scalar(b"\x00", pa.binary())
 _EMPTY = pa.scalar(b"", pa.binary())  # a ready scalar: converting b"" each call imports pandas

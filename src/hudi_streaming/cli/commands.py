@@ -44,8 +44,8 @@ from ..monitor.monitor import MonitorOptions, StreamMonitor
 from ..state import StateStore
 from ..state.row_rules import describe
 from ..state.spark_checkpoint import committed_offset
-from .options import instant_of
-from .storage_options import storage_options
+from ..streaming.options import instant_of
+from ..streaming.storage_options import storage_options
 
 USER_ERROR, INTERNAL_ERROR = 2, 1
 #: Widest cell of record listings; longer values end in "…" so a row stays on one screen line.

@@ -2,7 +2,7 @@
 
 API::
 
-    from ...hoodie.writer import create_table, HudiWriter
+    from hudi_streaming.writer import create_table, HudiWriter
 
     w = create_table(url, "trips", schema, record_key="uuid", partition_fields="city", ordering_field="ts",
                      table_type="MERGE_ON_READ", version=9, merge_mode=None)   # -> HudiWriter
@@ -60,8 +60,8 @@ files, commit metadata), ``avro_meta`` (Avro schemas of timeline metadata, objec
 ``avro_encode`` (vectorised Avro records for log blocks), ``schema`` (Arrow → Avro), ``props`` (Java properties
 files), ``loadgen`` (below).
 
-``hoodie.writer.loadgen`` drives a writer with a steady, reproducible workload (demos, tests, benchmarks):
-``python -m hoodie.writer.loadgen URL --keys N --partitions P --rate ROWS_PER_S --duration S``.
+``hudi_streaming.writer.loadgen`` drives a writer with a steady, reproducible workload (demos, tests, benchmarks):
+``python -m hudi_streaming.writer.loadgen URL --keys N --partitions P --rate ROWS_PER_S --duration S``.
 """
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ import re
 
 import pyarrow as pa
 
-from ...errors import OptionError
-from ..logfile.avro_arrow import arrow_schema_from_avro
+from ..errors import OptionError
+from ..hoodie.logfile.avro_arrow import arrow_schema_from_avro
 
 META_FIELDS = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
                "_hoodie_file_name"]

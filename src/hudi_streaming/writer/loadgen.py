@@ -16,7 +16,7 @@ resumes after the last completed step.
 
 Command line::
 
-    python -m hoodie.writer.loadgen URL [--keys N] [--partitions P] [--rate ROWS_PER_S] [--batch B]
+    python -m hudi_streaming.writer.loadgen URL [--keys N] [--partitions P] [--rate ROWS_PER_S] [--batch B]
         [--commits C | --duration S] [--compact-every K] [--clean-every K] [--archive-every K]
         [--table-type MERGE_ON_READ|COPY_ON_WRITE] [--version 6|9] [--seed S]
 """
@@ -34,9 +34,9 @@ from typing import Literal
 
 import pyarrow as pa
 
-from ...errors import OptionError
-from ..config import MergeMode, TableType
-from ..storage import Storage
+from ..errors import OptionError
+from ..hoodie.config import MergeMode, TableType
+from ..hoodie.storage import Storage
 from .core import HudiWriter, MergeModeName, TableTypeName, create_table
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ class Step:
 
 
 class LoadGenerator:
-    """Drives a :class:`~hoodie.writer.HudiWriter` (creating the table when ``url`` has none).
+    """Drives a :class:`~hudi_streaming.writer.HudiWriter` (creating the table when ``url`` has none).
 
     Parameters:
         url: the table's root folder; None: a dry generator, which only plans (:meth:`plan`).
@@ -233,7 +233,7 @@ class LoadGenerator:
 
 def completed_steps(url: str, storage_options: dict | None = None) -> int:
     """The number of the last loadgen step whose commit completed on the table (0 if none)."""
-    from ..table import HudiTable
+    from ..hoodie.table import HudiTable
     t = HudiTable(url, storage_options)
     for e in reversed(t.timeline.completed_writes(include_archived=True)):
         md = t.timeline.commit_metadata(e.requested_time)
@@ -244,7 +244,7 @@ def completed_steps(url: str, storage_options: dict | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m hoodie.writer.loadgen", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m hudi_streaming.writer.loadgen", description=__doc__.split("\n\n")[0])
     p.add_argument("url")
     p.add_argument("--keys", type=int, default=10_000)
     p.add_argument("--partitions", type=int, default=4)

@@ -15,16 +15,21 @@ BASELINE: dict = {
     "version": 9,             # hoodie.write.table.version (0.15 writes 6 only)
     "type": "mor",            # mor | cow
     "key": "simple",          # simple (id) | complex (id,name)
-    "partition": "one",       # none | one | multi | hive | timestamp
+    "partition": "one",       # none | one | multi | hive | timestamp | slash_date (a date field as yyyy/MM/dd)
     "ordering": "long",       # the ordering field's type, or None for none
     "merge": "event",         # event | commit | a payload class name (a custom merge)
     "metadata": True,
     "rli": False,             # record-level index (needs the metadata table)
     "base": "parquet",        # parquet | orc | lance
     "log": "avro",            # avro | parquet data blocks
-    "services": [],           # compact | pending_compaction | cluster | clean_archive
+    "services": [],           # compact | pending_compaction | cluster | clean_archive | log_compact
     "cdc": False,
-    "schema": "flat",         # flat | nested
+    # flat | nested | ntz (a TIMESTAMP_NTZ column) | debezium (Postgres Debezium's columns and its marker of
+    # unavailable values) | vector | variant | blob (Hudi 1.2's logical types, marked by Spark field metadata)
+    "schema": "flat",
+    "meta_fields": True,      # hoodie.populate.meta.fields (False: virtual keys)
+    "drop_partition_columns": False,  # hoodie.datasource.write.drop.partition.columns
+    "delete_marker": False,   # a custom delete field and marker (column op, value D) in the merge properties
     "scenario": "basic",
 }
 
@@ -85,6 +90,26 @@ SCENARIOS: dict[str, list[dict]] = {
     # enough writes for inline compaction, clustering, clean and archive to run several times
     "long": [{"op": "insert", "keys": [0, 40], "gen": 1}]
     + [{"op": "upsert", "keys": [(3 * g) % 40, (3 * g) % 40 + 8], "gen": g} for g in range(2, 12)],
+    # a savepoint, writes after it (updates, new keys, deletes), a restore to the savepoint, writes after that
+    "restore": [
+        {"op": "insert", "keys": [0, 40], "gen": 1},
+        {"op": "upsert", "keys": [0, 15], "gen": 2},
+        {"op": "savepoint"},
+        {"op": "upsert", "keys": [10, 50], "gen": 3},
+        {"op": "delete", "keys": [30, 35]},
+        {"op": "upsert", "keys": [0, 8], "gen": 4},
+        {"op": "restore"},
+        {"op": "upsert", "keys": [5, 20], "gen": 5},
+        {"op": "insert", "keys": [50, 55], "gen": 6},
+    ],
+    # the last completed write rolled back (CALL rollback_to_instant), then another write
+    "rollback": [
+        {"op": "insert", "keys": [0, 40], "gen": 1},
+        {"op": "upsert", "keys": [0, 15], "gen": 2},
+        {"op": "upsert", "keys": [10, 50], "gen": 3},
+        {"op": "rollback_last"},
+        {"op": "upsert", "keys": [20, 30], "gen": 4},
+    ],
     "concurrent": [
         {"op": "insert", "keys": [0, 40], "gen": 1},
         {"op": "concurrent", "keys": [[0, 10], [20, 30]], "gen": 2},
@@ -99,6 +124,9 @@ DROPPED = "name"
 
 PARTIAL_UPDATE = "org.apache.hudi.common.model.PartialUpdateAvroPayload"
 OVERWRITE_NON_DEFAULTS = "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload"
+#: on a version-9 table Hudi 1.2 turns this payload into merge properties: partial update mode FILL_UNAVAILABLE,
+#: the unavailable-value marker, a delete field and marker, and ordering by _event_lsn
+POSTGRES_DEBEZIUM = "org.apache.hudi.common.model.debezium.PostgresDebeziumAvroPayload"
 
 
 def _variants() -> list[tuple[str, dict]]:
@@ -183,10 +211,45 @@ def _variants() -> list[tuple[str, dict]]:
     return out
 
 
-def configurations() -> dict[str, dict]:
-    """Every configuration by name, each complete (the baseline with its changes applied)."""
+def _pending_variants() -> list[tuple[str, dict]]:
+    """The configurations of issue 26, generated outside ``tests/data/hudi`` until our reader handles them: each
+    joins :func:`_variants` once its zip lands there."""
+    out: list[tuple[str, dict]] = []
+
+    def add(name: str, **changes) -> None:
+        out.append((name, changes))
+
+    v6 = {"writer": "0.15", "version": 6}
+    for wname, w in (("v9", {}), ("v8", {"version": 8}), ("v6_015", v6)):
+        add(f"mor_{wname}_log_compaction", services=["log_compact"], scenario="long", **w)
+    for t in ("mor", "cow"):
+        add(f"{t}_v9_restore", type=t, scenario="restore")
+        add(f"{t}_v6_015_restore", type=t, scenario="restore", **v6)
+    add("mor_v9_rollback_completed", scenario="rollback")
+    add("mor_v9_drop_partition_columns", drop_partition_columns=True)
+    add("mor_v9_drop_partition_columns_multi", drop_partition_columns=True, partition="multi")
+    add("cow_v6_015_drop_partition_columns", type="cow", drop_partition_columns=True, **v6)
+    add("cow_v6_015_drop_partition_columns_multi", type="cow", drop_partition_columns=True, partition="multi", **v6)
+    add("mor_v9_timestamp_ntz", schema="ntz")
+    add("cow_v9_timestamp_ntz", type="cow", schema="ntz")
+    add("mor_v6_015_timestamp_ntz", schema="ntz", **v6)
+    add("mor_v9_part_slash_date", partition="slash_date")
+    for t in ("mor", "cow"):
+        add(f"{t}_v9_virtual_keys", type=t, meta_fields=False)
+        add(f"{t}_v6_015_virtual_keys", type=t, meta_fields=False, **v6)
+    add("mor_v9_partial_update", merge=PARTIAL_UPDATE)
+    add("mor_v9_debezium_fill_unavailable", merge=POSTGRES_DEBEZIUM, schema="debezium")
+    add("mor_v9_delete_marker", delete_marker=True)
+    for kind in ("vector", "variant", "blob"):
+        add(f"mor_v9_{kind}", schema=kind)
+    return out
+
+
+def configurations(include_pending: bool = False) -> dict[str, dict]:
+    """Every configuration by name, each complete (the baseline with its changes applied); ``include_pending``:
+    with the configurations not yet in ``tests/data/hudi`` (:func:`_pending_variants`)."""
     out = {}
-    for name, changes in _variants():
+    for name, changes in _variants() + (_pending_variants() if include_pending else []):
         assert name not in out, f"configuration {name} defined twice"
         unknown = set(changes) - set(BASELINE)
         assert not unknown, f"{name}: unknown dimensions {unknown}"

@@ -42,6 +42,7 @@ from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
 from ..monitor.feed import ChangeFeed, require_meta_fields
 from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
+from ..monitor.rewinds import RewindCheck
 from ..monitor.split import Split
 from ..state import PlannedSplit, StateStore, StreamState
 from .consumer import SplitRange
@@ -301,6 +302,8 @@ class StreamDriver:
             partition_filter=opts.partition_filter(), replaced_as_deletes=opts.deletes is not Deletes.IGNORE,
             reference_schema=reference_schema, allow_schema_changes=opts.allow_schema_changes,
             projected=opts.columns is not None, changelog=opts.read_mode is ReadMode.CHANGELOG))
+        #: restores and rollbacks that undid instants the stream delivered (checked before each planning)
+        self.rewinds = RewindCheck(self.table)
         self.target: Cursor | None = None
         self.available_now = False
         self._last_poll = 0.0
@@ -366,13 +369,15 @@ class StreamDriver:
         self._timeline_seen = self._timeline_stat()  # before listing: a change during the listing shows next time
         self.table.reload()
         st, changed, rounds = self.state, False, 0
-        for _ in range(1000):  # skipped instants advance the cursor without splits; keep going to real ones
+        for i in range(1000):  # skipped instants advance the cursor without splits; keep going to real ones
             if self.target is not None and st.cursor is not None and \
                     self.monitor.cursor_key(st.cursor) >= self.monitor.cursor_key(self.target):
                 break
             if self.available_now and self.target is None:
                 break
             try:
+                if i == 0:  # once a poll, before planning moves past what a restore undid
+                    self.rewinds.check(st.cursor, self._known())
                 plan = self.monitor.plan_next(st.cursor, self._round_size(), known=self._known(), floor=self.floor)
             except DataLossError as e:
                 if self.opts.fail_on_data_loss:
@@ -382,7 +387,8 @@ class StreamDriver:
             self._caught_up = not plan.instants
             if self._caught_up:
                 break
-            self._check_late(plan)
+            if not plan.snapshot:  # a recovery's snapshot may sit behind the cursor (a restore): not late
+                self._check_late(plan)
             self._append(plan.splits, len(plan.instants))
             st.cursor = plan.cursor
             self._remember(plan)

@@ -224,6 +224,34 @@ class ActiveTimeline:
         raise CorruptFileError(f"{self._plan_file(clean_time)}: earliestInstantToRetain is not an instant: "
                                f"{str(earliest)[:80]!r}")
 
+    def undone_instants(self, entry: TimelineEntry) -> list[str]:
+        """The instants a completed rollback or restore undid (``HoodieRollbackMetadata.commitsRollback`` and
+        ``instantsRollback``; a restore's ``instantsToRollback`` and the rollbacks it ran), sorted."""
+        if entry.action not in (Action.ROLLBACK, Action.RESTORE) or not entry.is_completed:
+            return []
+        rel = self._file(entry, State.COMPLETED)
+        if rel is None:
+            return []
+        where = f"{self.storage.url}/{rel}"
+        md = self._decode(rel, decode_metadata_bytes)
+        found: list[object] = list(md.get("commitsRollback") or [])
+        found += list(md.get("instantsRollback") or []) + list(md.get("instantsToRollback") or [])
+        for rollbacks in (md.get("hoodieRestoreMetadata") or {}).values():
+            for rb in rollbacks if isinstance(rollbacks, list) else []:
+                found += list(rb.get("commitsRollback") or []) if isinstance(rb, dict) else []
+        out = set()
+        for item in found:
+            stamp = item.get("commitTime") if isinstance(item, dict) else item
+            if not isinstance(stamp, str) or not is_instant_time(stamp):
+                raise CorruptFileError(f"{where}: a rolled-back instant is not an instant time: {str(item)[:80]!r}")
+            out.add(stamp)
+        return sorted(out)
+
+    def restored_savepoint(self, entry: TimelineEntry) -> str | None:
+        """The savepoint a restore went back to (its plan's ``savepointToRestoreTimestamp``), when it says."""
+        stamp = self.plan(entry.requested_time).get("savepointToRestoreTimestamp")
+        return stamp if isinstance(stamp, str) and is_instant_time(stamp) else None
+
     def _plan_file(self, requested_time: str) -> str:
         """URL of the requested file holding an instant's plan, for errors about its content."""
         entry = self._by_time.get(requested_time)

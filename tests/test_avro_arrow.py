@@ -211,6 +211,7 @@ def test_all_data_types_fixture_types():
         "array_field": pa.list_(pa.field("element", nested)),
         "enum_field": pa.string(), "date_nullable_field": pa.date32(),
         "timestamp_millis_nullable_field": ts, "timestamp_micros_nullable_field": ts,
+        # named "local" but typed timestamp-micros in the table's schema: zoned
         "timestamp_local_millis_nullable_field": ts, "timestamp_local_micros_nullable_field": ts,
     }
     schema = arrow_schema_from_avro(schema_json)
@@ -264,6 +265,7 @@ ALL_TYPES = {
     ],
 }
 TS = pa.timestamp("us", tz="UTC")
+LOCAL_TS = pa.timestamp("us")  # local-timestamp-*: Spark's TIMESTAMP_NTZ, no zone
 DEEP = pa.struct([("x", pa.int64()), ("when", TS)])
 INNER_ARROW = pa.struct([pa.field("a", pa.int32(), nullable=False), ("s", pa.string()), ("deep", DEEP)])
 ALL_TYPES_ARROW = pa.schema([
@@ -282,7 +284,7 @@ ALL_TYPES_ARROW = pa.schema([
     ("day", pa.date32()),
     pa.field("t_ms", pa.time32("ms"), nullable=False),
     ("t_us", pa.time64("us")),
-    ("ts_ms", TS), ("ts_us", TS), ("lts_ms", TS), ("lts_us", TS),
+    ("ts_ms", TS), ("ts_us", TS), ("lts_ms", LOCAL_TS), ("lts_us", LOCAL_TS),
     pa.field("id", pa.string(), nullable=False),
     ("inner", INNER_ARROW),
     ("inners", pa.list_(pa.field("element", INNER_ARROW))),

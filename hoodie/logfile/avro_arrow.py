@@ -105,17 +105,19 @@ _PRIMITIVES = {
 }
 
 # Logical types on int/long: (underlying avro type, wire arrow type, target arrow type). The wire type holds the
-# raw value in Avro's own unit (a zero-copy cast of the int); the target is what Hudi's parquet base files hold.
-# All four timestamp kinds are timestamp[us, UTC] there (in the fixture table_all_data_types Hudi even wrote
-# its local-timestamp and timestamp-millis columns as timestamp-micros).
+# raw value in Avro's own unit (a zero-copy cast of the int); the target is what Hudi's readers return, in
+# microseconds as Spark has them (in the fixture table_all_data_types Hudi even wrote its timestamp-millis and
+# "local" columns as timestamp-micros). A local timestamp (Spark's TIMESTAMP_NTZ) has no zone: Hudi's Spark
+# reader returns it as TIMESTAMP_NTZ, and a zone here would make Spark show it shifted by the session's zone.
+_LOCAL_MICROS = pa.timestamp("us")
 _TEMPORAL = {
     "date": ("int", pa.date32(), pa.date32()),
     "time-millis": ("int", pa.time32("ms"), pa.time32("ms")),
     "time-micros": ("long", pa.time64("us"), pa.time64("us")),
     "timestamp-millis": ("long", pa.timestamp("ms", tz="UTC"), _UTC_MICROS),
     "timestamp-micros": ("long", _UTC_MICROS, _UTC_MICROS),
-    "local-timestamp-millis": ("long", pa.timestamp("ms", tz="UTC"), _UTC_MICROS),
-    "local-timestamp-micros": ("long", _UTC_MICROS, _UTC_MICROS),
+    "local-timestamp-millis": ("long", pa.timestamp("ms"), _LOCAL_MICROS),
+    "local-timestamp-micros": ("long", _LOCAL_MICROS, _LOCAL_MICROS),
 }
 
 

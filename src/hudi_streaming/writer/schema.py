@@ -62,8 +62,10 @@ def _avro_type(t: pa.DataType, name: str, namespace: str) -> object:
     if pa.types.is_date(t):
         return {"type": "int", "logicalType": "date"}
     if pa.types.is_timestamp(t):
-        # Spark has only microseconds; a column of whole milliseconds keeps its unit (Avro timestamp-millis)
-        return {"type": "long", "logicalType": "timestamp-millis" if t.unit in ("s", "ms") else "timestamp-micros"}
+        # Spark has only microseconds; a column of whole milliseconds keeps its unit (Avro timestamp-millis). A
+        # timestamp without a zone is Spark's TIMESTAMP_NTZ, Avro's local-timestamp (as Spark's converter writes it)
+        unit = "millis" if t.unit in ("s", "ms") else "micros"
+        return {"type": "long", "logicalType": f"timestamp-{unit}" if t.tz else f"local-timestamp-{unit}"}
     if pa.types.is_struct(t):
         inner = f"{namespace}.{name}"
         return {"type": "record", "name": name, "namespace": namespace,

@@ -32,7 +32,9 @@ query merges the range; ours is in upsert mode), so the row counts must agree; t
 
 The machine's load average is printed around each run. Ends with one line, each ratio above 1.0 when ours is
 better: rows/s ours ÷ Hudi's, the others Hudi's ÷ ours. Targets: our rows/s ≥ Hudi's, our p99 latency ≤
-Hudi's (PASS/FAIL). Exit status 1 when a job fails or the row counts differ.
+Hudi's (PASS/FAIL). A job that fails — either source's reader in either phase, or Hudi's writer of the latency
+phase — is reported (which source, which phase, how long it ran, its error in one line) and the other figures
+still print, with the last line; exit status 1 when a job fails or the row counts differ.
 
     python bench/bench_vs_hudi.py [--rows 1000000] [--keep DIR] [--latency-seconds 60] [--skip-latency]
 """
@@ -47,9 +49,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from common import MIB, PeakRss, load, pct, ratio, verdict  # bench/: process trees, percentiles, report figures
+from hudi_peer_job import telling_line  # bench/: the jobs (standard library only at import)
 
 REPO = Path(__file__).resolve().parent.parent
 JOB = Path(__file__).resolve().parent / "hudi_peer_job.py"
@@ -58,6 +63,50 @@ from env import OracleEnv, ensure  # noqa: E402  Hudi's own environment (PySpark
 
 HUDI = "1.2"  # the bundle that writes and reads (table version 9)
 DRIVER_MEMORY = "3g"  # the oracle session's spark.driver.memory (writer_job.session); ours gets the same
+SOURCES = {"hudi": "Hudi's source", "ours": "ours"}  # run in this order, named so in the report
+
+
+class JobFailed(RuntimeError):
+    """A job that failed: what failed, and the error it reported or the log that tells why."""
+
+    def __init__(self, what: str, error: str | None = None, log: Path | None = None):
+        super().__init__(f"{what}; see {log}" if log else what)
+        self.what, self.error, self.log = what, error, log
+
+
+@dataclass
+class Failure:
+    """A source's job that failed in a phase, as the report shows it."""
+
+    source: str
+    phase: str
+    seconds: float
+    error: str  # one line
+
+    def line(self) -> str:
+        return f"{SOURCES[self.source]} failed in {self.phase} after {self.seconds:.1f} s: {self.error}"
+
+
+def one_line(exc: BaseException) -> str:
+    """The line that says why a job failed: its reported error's, else its log's (see ``telling_line``)."""
+    if isinstance(exc, JobFailed):
+        text = exc.error or (exc.log.read_text(errors="replace") if exc.log and exc.log.exists() else "")
+        why = telling_line(text) if text else ""
+        return f"{exc.what}: {why}" if why else str(exc)
+    return telling_line(f"{type(exc).__name__}: {exc}")
+
+
+def attempt(phase: str, source: str, measure: Callable[[str], dict], failures: list[Failure]) -> dict | None:
+    """A phase's measurement of one source, or None (noted in ``failures``) when its job failed: the peer
+    failing must not cost the run the other source's figures and the last line."""
+    t0 = time.monotonic()
+    try:
+        return measure(source)
+    except Exception as exc:  # any failure of the job or of reading its output is that source's, in that phase
+        failure = Failure(source, phase, time.monotonic() - t0, one_line(exc))
+        failures.append(failure)
+        print(f"{phase} {source}: FAILED: {failure.line()}", flush=True)
+        return None
 
 
 class Jobs:
@@ -90,7 +139,7 @@ class Jobs:
                 proc.kill()
             peak.stop()
         if code:
-            raise RuntimeError(f"{source} job {args[0]} failed (exit {code}); see {log}")
+            raise JobFailed(f"{source} job {args[0]} failed (exit {code})", log=log)
         return peak
 
 
@@ -140,9 +189,11 @@ def throughput(jobs: Jobs, source: str, table: Path, work: Path) -> dict:
     mem = jobs.run(source, run / "job.log", "stream", "--mode", "throughput", "--table", str(table),
                            "--work", str(run), "--out", str(out), "--start", "earliest")
     lines = read_lines(out)
+    if not lines or "progress" not in lines[-1]:
+        raise JobFailed(f"{source}: the query ended without its report", log=run / "job.log")
     end = lines[-1]
     if end.get("error"):
-        raise RuntimeError(f"{source}: the query failed: {end['error']}")
+        raise JobFailed(f"{source}: the query failed", error=end.get("cause") or end["error"])
     batches = [b for b in lines if "batch" in b and b["rows"]]
     prog = {p["batchId"]: p["durationMs"] for p in end["progress"]}
     rows = sum(b["rows"] for b in batches)
@@ -180,14 +231,14 @@ def latency(jobs: Jobs, source: str, table: Path, work: Path, a: argparse.Namesp
         deadline = time.monotonic() + 600
         while not ready.exists():
             if reader.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{source}: the reader did not start; see {run / 'reader.log'}")
+                raise JobFailed(f"{source}: the reader did not start", log=run / "reader.log")
             time.sleep(0.1)
         writer = jobs.start("hudi", run / "writer.log", "load", "--table", str(copy), "--keys", str(a.rows),
                             "--seconds", str(a.latency_seconds), "--interval", "0.5", "--batch", "300",
                             "--log", str(commit_log))
         writer_code = writer.wait(timeout=a.latency_seconds + 900)
         if writer_code:
-            raise RuntimeError(f"the Hudi writer failed (exit {writer_code}); see {run / 'writer.log'}")
+            raise JobFailed(f"the Hudi writer failed (exit {writer_code})", log=run / "writer.log")
         commits = [c for c in read_lines(commit_log) if "requested" in c]
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and reader.poll() is None:
@@ -206,9 +257,9 @@ def latency(jobs: Jobs, source: str, table: Path, work: Path, a: argparse.Namesp
         peak.stop()
     lines = read_lines(out)
     if not lines or "progress" not in lines[-1]:
-        raise RuntimeError(f"{source}: the reader ended without its report; see {run / 'reader.log'}")
+        raise JobFailed(f"{source}: the reader ended without its report", log=run / "reader.log")
     if lines[-1].get("error"):
-        raise RuntimeError(f"{source}: the query failed: {lines[-1]['error']}")
+        raise JobFailed(f"{source}: the query failed", error=lines[-1].get("cause") or lines[-1]["error"])
     got = delivered(lines)
     timed = [c for c in commits if c["phase"] == "timed"]
     by_mtime, by_completion, skew, missing = [], [], [], 0
@@ -247,49 +298,69 @@ def split(parts: dict[str, tuple[int, int]], role: str) -> str:
     return f"{size / MIB:,.0f} MiB ({n})"
 
 
-def report(a, table_info: str, tp: dict, lat: dict) -> int:
-    h, o = tp["hudi"], tp["ours"]
-    rows = [("Spark", h["spark"], o["spark"], ""),
-            ("rows delivered", f"{h['rows']:,}", f"{o['rows']:,}", "agree" if h["rows"] == o["rows"] else "DIFFER"),
-            ("batches with rows", str(h["batches"]), str(o["batches"]), ""),
-            ("time in batches (triggerExecution)", f"{h['in_batches']:.2f} s", f"{o['in_batches']:.2f} s", ""),
-            ("  of which addBatch (read + sink)", f"{h['add_batch']:.2f} s", f"{o['add_batch']:.2f} s", ""),
-            ("  of which latestOffset+getBatch+planning", f"{h['planning']:.2f} s", f"{o['planning']:.2f} s", ""),
-            ("rows/s in batches", f"{h['rate']:,.0f}", f"{o['rate']:,.0f}", ratio(o["rate"], h["rate"])),
-            ("rows/s by addBatch alone", f"{h['rows'] / h['add_batch']:,.0f}", f"{o['rows'] / o['add_batch']:,.0f}",
-             ratio(o["rows"] / o["add_batch"], h["rows"] / h["add_batch"])),
-            ("time to first batch", f"{h['first']:.2f} s", f"{o['first']:.2f} s", ratio(h["first"], o["first"])),
-            ("  of which before the first trigger", f"{h['trigger']:.2f} s", f"{o['trigger']:.2f} s", ""),
-            ("query, start to end", f"{h['total']:.2f} s", f"{o['total']:.2f} s", ratio(h["total"], o["total"])),
-            ("peak RSS, job's process tree", f"{h['peak'] / MIB:,.0f} MiB", f"{o['peak'] / MIB:,.0f} MiB",
-             ratio(h["peak"], o["peak"]))]
-    for role in sorted(set(h["split"]) | set(o["split"])):
-        rows.append((f"  {role} at the peak (processes)", split(h["split"], role), split(o["split"], role), ""))
-    rows.append(("peak PSS, job's process tree (1 s samples)", f"{h['pss'] / MIB:,.0f} MiB",
-                 f"{o['pss'] / MIB:,.0f} MiB", ratio(h["pss"], o["pss"])))
-    rows.append(("load average before / after", " / ".join(h["load"]), " / ".join(o["load"]), ""))
+Result = dict | None  # a source's figures in a phase; None: its job failed (see the failures)
+
+
+def row(label: str, h: Result, o: Result, show: Callable[[dict], str],
+        compare: Callable[[dict, dict], str] | None = None) -> tuple[str, str, str, str]:
+    """One line of the table: each source's figure (``failed`` where its job failed), their comparison."""
+    return (label, show(h) if h else "failed", show(o) if o else "failed",
+            compare(h, o) if compare and h and o else "")
+
+
+def latency_rows(h: Result, o: Result) -> list[tuple[str, str, str, str]]:
+    rows = [row("LATENCY: writer's timed commits", h, o, lambda v: str(v["commits"])),
+            row("  commits a second (median upsert s)", h, o, lambda v: f"{v['rate']:.2f} ({v['commit_s']:.2f} s)"),
+            row("  rows committed / delivered", h, o, lambda v: f"{v['rows_committed']:,} / {v['rows_delivered']:,}",
+                lambda h, o: "agree" if all(v["rows_delivered"] == v["rows_committed"] for v in (h, o)) else "MISSING"),
+            row("  batches with rows", h, o, lambda v: str(v["batches"]))]
+    for name, key in (("file mtime", "lat"), ("completion time", "lat_completion")):
+        for p in (50, 95, 99):
+            rows.append(row(f"  p{p} commit → sink, from {name}", h, o,
+                            lambda v, key=key, p=p: f"{late(v, key, p):.3f} s",
+                            lambda h, o, key=key, p=p: ratio(late(h, key, p), late(o, key, p))))
+    return rows + [
+        row("  max, from file mtime", h, o, lambda v: f"{max(v['lat'], default=float('nan')):.3f} s"),
+        row("  mtime − completion time (median)", h, o, lambda v: f"{v['skew'] * 1000:.0f} ms"),
+        row("  peak RSS, reader's process tree", h, o, lambda v: f"{v['peak'] / MIB:,.0f} MiB",
+            lambda h, o: ratio(h["peak"], o["peak"])),
+        row("  peak PSS, reader's process tree", h, o, lambda v: f"{v['pss'] / MIB:,.0f} MiB",
+            lambda h, o: ratio(h["pss"], o["pss"])),
+        row("  load average before / after", h, o, lambda v: " / ".join(v["load"]))]
+
+
+def late(v: dict, key: str, p: float) -> float:
+    """The p-th percentile of a latency run's ``key`` latencies (NaN: none)."""
+    return pct(v[key], p) if v[key] else float("nan")
+
+
+def report(a, table_info: str, tp: dict[str, Result], lat: dict[str, Result], failures: list[Failure]) -> int:
+    """Prints the table, the targets, the failures and the last line; the exit status."""
+    h, o = tp.get("hudi"), tp.get("ours")
+    rows = [row("Spark", h, o, lambda v: v["spark"]),
+            row("rows delivered", h, o, lambda v: f"{v['rows']:,}",
+                lambda h, o: "agree" if h["rows"] == o["rows"] else "DIFFER"),
+            row("batches with rows", h, o, lambda v: str(v["batches"])),
+            row("time in batches (triggerExecution)", h, o, lambda v: f"{v['in_batches']:.2f} s"),
+            row("  of which addBatch (read + sink)", h, o, lambda v: f"{v['add_batch']:.2f} s"),
+            row("  of which latestOffset+getBatch+planning", h, o, lambda v: f"{v['planning']:.2f} s"),
+            row("rows/s in batches", h, o, lambda v: f"{v['rate']:,.0f}", lambda h, o: ratio(o["rate"], h["rate"])),
+            row("rows/s by addBatch alone", h, o, lambda v: f"{v['rows'] / v['add_batch']:,.0f}",
+                lambda h, o: ratio(o["rows"] / o["add_batch"], h["rows"] / h["add_batch"])),
+            row("time to first batch", h, o, lambda v: f"{v['first']:.2f} s",
+                lambda h, o: ratio(h["first"], o["first"])),
+            row("  of which before the first trigger", h, o, lambda v: f"{v['trigger']:.2f} s"),
+            row("query, start to end", h, o, lambda v: f"{v['total']:.2f} s",
+                lambda h, o: ratio(h["total"], o["total"])),
+            row("peak RSS, job's process tree", h, o, lambda v: f"{v['peak'] / MIB:,.0f} MiB",
+                lambda h, o: ratio(h["peak"], o["peak"]))]
+    for role in sorted(set(h["split"] if h else ()) | set(o["split"] if o else ())):
+        rows.append(row(f"  {role} at the peak (processes)", h, o, lambda v, role=role: split(v["split"], role)))
+    rows += [row("peak PSS, job's process tree (1 s samples)", h, o, lambda v: f"{v['pss'] / MIB:,.0f} MiB",
+                 lambda h, o: ratio(h["pss"], o["pss"])),
+             row("load average before / after", h, o, lambda v: " / ".join(v["load"]))]
     if lat:
-        h, o = lat["hudi"], lat["ours"]
-        rows += [("LATENCY: writer's timed commits", str(h["commits"]), str(o["commits"]), ""),
-                 ("  commits a second (median upsert s)", f"{h['rate']:.2f} ({h['commit_s']:.2f} s)",
-                  f"{o['rate']:.2f} ({o['commit_s']:.2f} s)", ""),
-                 ("  rows committed / delivered", f"{h['rows_committed']:,} / {h['rows_delivered']:,}",
-                  f"{o['rows_committed']:,} / {o['rows_delivered']:,}",
-                  "agree" if h["rows_delivered"] == h["rows_committed"] and o["rows_delivered"] == o[
-                      "rows_committed"] else "MISSING"),
-                 ("  batches with rows", str(h["batches"]), str(o["batches"]), "")]
-        for name, key in (("file mtime", "lat"), ("completion time", "lat_completion")):
-            for p in (50, 95, 99):
-                hv, ov = pct(h[key], p) if h[key] else float("nan"), pct(o[key], p) if o[key] else float("nan")
-                rows.append((f"  p{p} commit → sink, from {name}", f"{hv:.3f} s", f"{ov:.3f} s", ratio(hv, ov)))
-        rows += [("  max, from file mtime", f"{max(h['lat'], default=float('nan')):.3f} s",
-                  f"{max(o['lat'], default=float('nan')):.3f} s", ""),
-                 ("  mtime − completion time (median)", f"{h['skew'] * 1000:.0f} ms", f"{o['skew'] * 1000:.0f} ms", ""),
-                 ("  peak RSS, reader's process tree", f"{h['peak'] / MIB:,.0f} MiB", f"{o['peak'] / MIB:,.0f} MiB",
-                  ratio(h["peak"], o["peak"])),
-                 ("  peak PSS, reader's process tree", f"{h['pss'] / MIB:,.0f} MiB", f"{o['pss'] / MIB:,.0f} MiB",
-                  ratio(h["pss"], o["pss"])),
-                 ("  load average before / after", " / ".join(h["load"]), " / ".join(o["load"]), "")]
+        rows += latency_rows(lat.get("hudi"), lat.get("ours"))
     print()
     print(f"bench_vs_hudi: Hudi {HUDI} MERGE_ON_READ table v9, {a.rows:,} rows + {a.rows // 10:,} updated keys "
           f"({table_info}); local[2], driver heap {DRIVER_MEMORY}, foreachBatch; {os.cpu_count()} CPUs")
@@ -297,18 +368,21 @@ def report(a, table_info: str, tp: dict, lat: dict) -> int:
               for i in range(4)]
     for r in [("measurement", "Hudi's source", "ours", "ours vs Hudi"), tuple("-" * w for w in widths)] + rows:
         print(" | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
-    h, o = tp["hudi"], tp["ours"]
-    speed = o["rate"] / h["rate"]
-    print(f"target: our rows/s >= Hudi's: {speed:.2f}x {verdict(speed >= 1.0)}")
+    for failure in failures:
+        print(f"FAILED: {failure.line()}")
+    speed = o["rate"] / h["rate"] if h and o and h["rate"] else float("nan")
+    print(f"target: our rows/s >= Hudi's: {speed:.2f}x {verdict(speed >= 1.0) if speed == speed else 'n/a'}")
     p50 = p99 = "n/a"
-    if lat and lat["hudi"]["lat"] and lat["ours"]["lat"]:
-        hp99, op99 = pct(lat["hudi"]["lat"], 99), pct(lat["ours"]["lat"], 99)
+    hl, ol = lat.get("hudi"), lat.get("ours")
+    if hl and ol and hl["lat"] and ol["lat"]:
+        hp99, op99 = pct(hl["lat"], 99), pct(ol["lat"], 99)
         print(f"target: our p99 latency <= Hudi's: {op99:.3f} s vs {hp99:.3f} s {verdict(op99 <= hp99)}")
-        p50 = ratio(pct(lat["hudi"]["lat"], 50), pct(lat["ours"]["lat"], 50))
-        p99 = ratio(hp99, op99)
-    print(f"vs hudi: rows/s {speed:.2f}x, first batch {ratio(h['first'], o['first'])}, latency p50 {p50} p99 {p99}, "
-          f"memory {ratio(h['peak'], o['peak'])}")
-    bad = h["rows"] != o["rows"] or (lat and any(v["missing"] for v in lat.values()))
+        p50, p99 = ratio(pct(hl["lat"], 50), pct(ol["lat"], 50)), ratio(hp99, op99)
+    first = ratio(h["first"], o["first"]) if h and o else "n/a"
+    memory = ratio(h["peak"], o["peak"]) if h and o else "n/a"
+    failed = "".join(f"; {SOURCES[f.source]} failed in {f.phase} after {f.seconds:.0f} s: {f.error}" for f in failures)
+    print(f"vs hudi: rows/s {speed:.2f}x, first batch {first}, latency p50 {p50} p99 {p99}, memory {memory}{failed}")
+    bad = failures or (h and o and h["rows"] != o["rows"]) or any(v and v["missing"] for v in lat.values())
     return 1 if bad else 0
 
 
@@ -327,19 +401,22 @@ def main() -> int:
         table = make_table(jobs, work, a.rows)
         info = describe_table(table)
         print(f"table: {info}", flush=True)
-        tp, lat = {}, {}
-        for source in ("hudi", "ours"):
-            tp[source] = throughput(jobs, source, table, work)
-            t = tp[source]
-            print(f"throughput {source}: {t['rows']:,} rows, {t['in_batches']:.2f} s in batches, first batch after "
-                  f"{t['first']:.2f} s, peak RSS {t['peak'] / MIB:,.0f} MiB (load {t['load'][1]})", flush=True)
+        failures: list[Failure] = []
+        tp: dict[str, Result] = {}
+        lat: dict[str, Result] = {}
+        for source in SOURCES:
+            t = tp[source] = attempt("throughput", source, lambda s: throughput(jobs, s, table, work), failures)
+            if t:
+                print(f"throughput {source}: {t['rows']:,} rows, {t['in_batches']:.2f} s in batches, first batch "
+                      f"after {t['first']:.2f} s, peak RSS {t['peak'] / MIB:,.0f} MiB (load {t['load'][1]})",
+                      flush=True)
         if not a.skip_latency:
-            for source in ("hudi", "ours"):
-                lat[source] = latency(jobs, source, table, work, a)
-                v = lat[source]
-                print(f"latency {source}: {v['commits']} commits, p50 {pct(v['lat'], 50) if v['lat'] else 0:.3f} s "
-                      f"p99 {pct(v['lat'], 99) if v['lat'] else 0:.3f} s (load {v['load'][1]})", flush=True)
-        return report(a, info, tp, lat)
+            for source in SOURCES:
+                v = lat[source] = attempt("latency", source, lambda s: latency(jobs, s, table, work, a), failures)
+                if v:
+                    print(f"latency {source}: {v['commits']} commits, p50 {late(v, 'lat', 50):.3f} s "
+                          f"p99 {late(v, 'lat', 99):.3f} s (load {v['load'][1]})", flush=True)
+        return report(a, info, tp, lat, failures)
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -25,6 +25,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -33,6 +34,18 @@ HERE = Path(__file__).resolve().parent
 ORACLE = HERE.parent / "tests" / "hudi_oracle"
 PARTITIONS = 4  # city c0..c3
 KEY_STRIDE = 7919  # a prime: the load's keys walk the key space without repeating
+#: a line that names an exception: ``org.apache.hudi.exception.HoodieIOException: ...``, ``ValueError: ...``
+_EXCEPTION_LINE = re.compile(r"^(Caused by: )?[\w.$]*(Exception|Error|Throwable)\b")
+
+
+def telling_line(text: str) -> str:
+    """The line of an error's text that says why: a JVM trace's deepest ``Caused by:``, else the last line that
+    names an exception (a Python traceback's last), else the first line; at most 300 characters."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by: ")]
+    named = [line for line in lines if _EXCEPTION_LINE.match(line)]
+    line = causes[-1] if causes else named[-1] if named else lines[0] if lines else ""
+    return line if len(line) <= 300 else line[:297] + "..."
 
 
 def hudi_session(jar: str):
@@ -165,7 +178,8 @@ def stream_main(a) -> None:
     error = query.exception()
     progress = [json.loads(p.json) if hasattr(p, "json") else p for p in query.recentProgress]
     out.write(json.dumps({"t_start": t0, "t_end": time.time(), "spark": spark.version, "progress": progress,
-                          "error": str(error)[:2000] if error else None}) + "\n")
+                          "error": str(error)[:2000] if error else None,
+                          "cause": telling_line(str(error)) if error else None}) + "\n")
     out.close()
     spark.stop()
 

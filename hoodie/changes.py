@@ -17,7 +17,7 @@ import datetime as dt
 import enum
 import itertools
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from zoneinfo import ZoneInfo
 
@@ -224,7 +224,7 @@ def change_pieces(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns:
                                   carryovers)
 
 
-def _stamper(rng: SliceRange, clock: CommitClock):
+def _stamper(rng: SliceRange, clock: CommitClock) -> Callable[[pa.Table], pa.Table]:
     """Sets the commit columns of a piece: each row's from its commit time; a row whose commit time is not an
     instant of the range (a snapshot's rows; every row of a table without meta fields) gets the range's last
     instant (the latest completion)."""

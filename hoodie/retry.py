@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import logging
 import random
+import sys
 import threading
 import time
 from collections import Counter
@@ -90,33 +91,25 @@ def _chain(e: BaseException) -> Iterator[BaseException]:
         at = at.__cause__ or at.__context__
 
 
+#: the store clients' errors a retry may mend, by the module that defines them
+_CLIENT_TRANSIENT = {
+    "botocore.exceptions": ("ConnectionError", "HTTPClientError", "IncompleteReadError", "ResponseParserError"),
+    "aiohttp": ("ClientPayloadError", "ClientConnectionError"),
+    "urllib3.exceptions": ("IncompleteRead", "ProtocolError"),
+    "fsspec.exceptions": ("FSTimeoutError",),
+}
+
+
 def _transient_types() -> tuple[type[BaseException], ...]:
+    """The errors a retry may mend: the built-in ones, and those of the store clients loaded by now. A client not
+    loaded raised nothing, and importing them all (botocore, aiohttp) would cost each Spark worker that never opens
+    an object store."""
     types: list[type[BaseException]] = [ConnectionError, TimeoutError, ShortRead]
-    try:
-        from botocore.exceptions import ConnectionError as BotoConnectionError
-        from botocore.exceptions import HTTPClientError, IncompleteReadError, ResponseParserError
-        types += [BotoConnectionError, HTTPClientError, IncompleteReadError, ResponseParserError]
-    except ImportError:  # pragma: no cover - botocore comes with s3fs
-        pass
-    try:
-        import aiohttp
-        types += [aiohttp.ClientPayloadError, aiohttp.ClientConnectionError]
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        from urllib3.exceptions import IncompleteRead, ProtocolError
-        types += [IncompleteRead, ProtocolError]
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        from fsspec.exceptions import FSTimeoutError
-        types.append(FSTimeoutError)
-    except ImportError:  # pragma: no cover
-        pass
+    for module, names in _CLIENT_TRANSIENT.items():
+        loaded = sys.modules.get(module)
+        if loaded is not None:
+            types += [getattr(loaded, name) for name in names]
     return tuple(types)
-
-
-_TRANSIENT = _transient_types()
 
 
 def _client_error(e: BaseException) -> tuple[str, int, str] | None:
@@ -133,7 +126,7 @@ def transient(e: BaseException) -> bool:
     for x in _chain(e):
         if isinstance(x, HudiStreamingError):
             return False
-        if isinstance(x, _TRANSIENT):
+        if isinstance(x, _transient_types()):
             return True
         ce = _client_error(x)
         if ce is not None:
@@ -207,7 +200,7 @@ def call(fn: Callable[[], _T], *, where: str, op: str, deadline: float, store: s
             raise
 
 
-def count_client_retry(request=None, **_kwargs) -> None:
+def count_client_retry(request: object = None, **_kwargs: object) -> None:
     """botocore ``request-created`` handler: a request created for attempt 2 or later is a retry."""
     context = getattr(request, "context", None) or {}
     if (context.get("retries") or {}).get("attempt", 1) > 1:

@@ -9,7 +9,7 @@ being dropped or defaulted without a word. A field whose *meaning* changes needs
 """
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -190,7 +190,7 @@ def _log_of(record: LogRecord) -> LogRef:
     return _exact(LogRef, record, path=record.path, size=record.size)
 
 
-def _exact(target: type[_M], source: BaseModel, **values) -> _M:
+def _exact(target: type[_M], source: BaseModel, **values: Any) -> _M:
     """``target(**values)``, refused unless ``values`` sets every field of ``target`` and ``source``'s class has as
     many fields: the mapping is one to one, and the planner's models ignore unknown keyword arguments and default
     missing ones, so a field renamed, added or removed on one side only would otherwise vanish silently. Each

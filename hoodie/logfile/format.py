@@ -301,7 +301,7 @@ class Ordering:
     kind: str
     value: Any
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in WRAPPER_BY_KIND:
             raise ValueError(f"unknown ordering value kind {self.kind!r}; one of {sorted(WRAPPER_BY_KIND)}")
 

@@ -32,10 +32,14 @@ import logging
 import struct
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ...errors import CorruptFileError
 from .blocks import check_block
 from .format import LOG_FORMAT_VERSION, MAGIC, BlockType, HeaderKey, LogBlock
+
+if TYPE_CHECKING:  # storage imports the retry layer and fsspec: not needed to parse bytes
+    from ..storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +100,8 @@ def iter_blocks(data: bytes, path: str, *, strict: bool = False) -> Iterator[Log
         pos = end
 
 
-def read_log_file(storage, rel_path: str) -> list[LogBlock]:
-    """All blocks of the log file ``rel_path`` of ``storage`` (a :class:`hoodie.storage.Storage`)."""
+def read_log_file(storage: Storage, rel_path: str) -> list[LogBlock]:
+    """All blocks of the log file ``rel_path`` of ``storage``."""
     return list(iter_blocks(storage.read_bytes(rel_path), rel_path))
 
 

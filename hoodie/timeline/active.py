@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from ...errors import CorruptFileError, DataLossError
 from ..config import TableConfig
@@ -28,6 +30,8 @@ from .instant import (
 from .metadata import CommitMetadata, decode_metadata_bytes, parse_commit_metadata
 
 log = logging.getLogger(__name__)
+#: what a decoder makes of a timeline file
+_D = TypeVar("_D")
 
 #: (timeline folder URL, file name) of every unrecognized timeline file already warned about: a stream reloads
 #: the timeline every poll, and one warning per file per process says it without flooding the driver log.
@@ -187,10 +191,11 @@ class ActiveTimeline:
             return {}
         return self._decode(rel, decode_metadata_bytes)
 
-    def _decode(self, rel: str, decode):
+    def _decode(self, rel: str, decode: Callable[[bytes, str], _D]) -> _D:
+        """``decode`` of a timeline file, decoded once: each file is read with one decoder only."""
         if rel not in self._decoded:
             self._decoded[rel] = decode(self.storage.read_bytes(rel), f"{self.storage.url}/{rel}")
-        return self._decoded[rel]
+        return cast(_D, self._decoded[rel])
 
     def is_clustering(self, entry: TimelineEntry) -> bool:
         """Clustering vs insert overwrite: layout 2 has a ``clustering`` plan; layout 1 only the operation type."""

@@ -25,6 +25,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from typing import NoReturn
 
 import fsspec
 import pyarrow as pa
@@ -38,7 +39,7 @@ from ..hoodie.logfile.format import MAGIC, BlockType, HeaderKey, parse_log_file_
 from ..hoodie.logfile.reader import iter_blocks
 from ..hoodie.read import read_table
 from ..hoodie.table import HudiTable
-from ..hoodie.timeline import Action
+from ..hoodie.timeline import Action, TimelineEntry
 from ..monitor.feed import ChangeFeed, read_changes
 from ..monitor.monitor import MonitorOptions, StreamMonitor
 from ..state import StateStore
@@ -78,11 +79,11 @@ def format_table(rows: Iterable[Sequence], headers: Sequence[str] | None = None,
     return "\n".join(lines)
 
 
-def _is_number(v) -> bool:
+def _is_number(v: object) -> bool:
     return isinstance(v, numbers.Number) and not isinstance(v, bool)
 
 
-def _cell(v, max_width: int | None) -> str:
+def _cell(v: object, max_width: int | None) -> str:
     s = "-" if v is None else str(v).replace("\n", "\\n")
     if max_width and len(s) > max_width:
         s = s[:max_width - 1] + "…"
@@ -143,7 +144,7 @@ def _open_table(url: str, storage: dict) -> HudiTable:
     return HudiTable(url, storage or None)
 
 
-def _action_label(table: HudiTable, entry) -> str:
+def _action_label(table: HudiTable, entry: TimelineEntry) -> str:
     """What the instant did: planned actions (compaction, clustering, ...) by their plan, not by the file
     they complete as (a finished compaction is a plain ``commit``), because that is what users look for."""
     if entry.planned_as is not None:
@@ -157,9 +158,9 @@ def _action_label(table: HudiTable, entry) -> str:
     return entry.action.value
 
 
-def _completion(entry) -> str | None:
+def _completion(entry: TimelineEntry) -> str | None:
     """Completion time, starred when it is only the file's modification time (layout 1)."""
-    if not entry.is_completed:
+    if not entry.is_completed or entry.completion_time is None:
         return None
     return entry.completion_time + "*" if entry.instant.legacy else entry.completion_time
 
@@ -347,7 +348,7 @@ def demo(commits: int, keys: int) -> None:
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage mistakes like every other error: one line, exit code 2."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise OptionError(f"{message} (see '{self.prog} --help')")
 
 

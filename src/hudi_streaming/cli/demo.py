@@ -12,13 +12,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:  # pyspark is imported only when the demo runs
     from pyspark.sql import DataFrame
 
 
-def run_demo(workdir: str | None = None, commits: int = 12, keys: int = 400, out=sys.stdout) -> bool:
+def run_demo(workdir: str | None = None, commits: int = 12, keys: int = 400, out: TextIO = sys.stdout) -> bool:
     """Run the demo; returns True when the streamed state equals the table (prints a report to ``out``)."""
     from .. import hoodie
     from ..writer.loadgen import LoadGenerator

@@ -15,6 +15,7 @@ from typing import Literal
 import pyarrow as pa
 
 from ..errors import DataLossError, OptionError, UnsupportedTableError
+from .filters import Filter, FilterArg, PartitionPruner, columns_of, filter_rows, pushed_filters
 from .fs_view import FileSlice, parse_base_file, parse_log_file
 from .scanner import InstantRange
 from .slice_reader import MergeType, SliceRead, read_slice
@@ -104,10 +105,19 @@ def _files_of_instant(table: HudiTable, instant_time: str) -> list[str]:
 
 
 def plan_slices(table: HudiTable, *, as_of: str | None = None, start: str | None = None, end: str | None = None,
-                partition_filter: PartitionFilter | None = None) -> tuple[list[FileSlice], str | None,
-                                                                           InstantRange | None]:
-    """The file slices a query reads, the instant to merge up to, and the instant range of an incremental read."""
-    keep = _partition_predicate(table, partition_filter)
+                partition_filter: PartitionFilter | None = None, filters: Filter | None = None,
+                schema: pa.Schema | None = None) -> tuple[list[FileSlice], str | None, InstantRange | None]:
+    """The file slices a query reads, the instant to merge up to, and the instant range of an incremental read.
+
+    ``filters`` prunes the partitions that cannot hold a matching row (:class:`PartitionPruner`, with the rows'
+    ``schema``); the rows of the partitions kept are not filtered here."""
+    given = _partition_predicate(table, partition_filter)
+    pruner = PartitionPruner(table, filters, schema) if filters is not None else None
+    if pruner is not None and not pruner.used:
+        pruner = None
+
+    def keep(partition: str) -> bool:
+        return (given is None or given(partition)) and (pruner is None or pruner.may_match(partition))
     if start is None and end is None:
         view = table.file_system_view()
         max_instant = as_of or table.timeline.latest_write_time()
@@ -126,13 +136,14 @@ def plan_slices(table: HudiTable, *, as_of: str | None = None, start: str | None
                else InstantRange(start=start, end=end))
     if max_instant is None:
         return [], None, rng
-    slices = [s for s in view.latest_merged_slices(max_instant) if keep is None or keep(s.partition)]
+    slices = [s for s in view.latest_merged_slices(max_instant) if keep(s.partition)]
     return slices, max_instant, rng
 
 
 def read_table(url: str, *, columns: list[str] | None = None, as_of: str | None = None,
                read_optimized: bool = False, start: str | None = None, end: str | None = None,
-               partition_filter: PartitionFilter | None = None, storage_options: dict | None = None,
+               partition_filter: PartitionFilter | None = None, filters: FilterArg | None = None,
+               storage_options: dict | None = None,
                merge_type: MergeTypeArg | MergeType = MergeType.PAYLOAD_COMBINE) -> pa.Table:
     """The rows of the Hudi table at ``url`` as one Arrow table: a snapshot (the latest, or as of an instant), a
     read-optimized read, or an incremental read of an instant range (see the module docstring).
@@ -151,13 +162,19 @@ def read_table(url: str, *, columns: list[str] | None = None, as_of: str | None 
         end: an incremental read of the writes up to this instant, inclusive, likewise.
         partition_filter: the partitions to read: partition field -> the value or values to keep, or a function
             of a partition's ``{field: value}`` that returns whether to read it.
+        filters: the rows to return, as pyarrow and delta-rs take them: DNF (a list of ``(column, op, value)``
+            tuples, their AND, or a list of such lists, the OR of those ANDs; ops ``=``, ``==``, ``!=``, ``<``,
+            ``<=``, ``>``, ``>=``, ``in``, ``not in``) or a ``pyarrow.compute.Expression``. The rows returned are
+            those that match (a null outcome drops the row, as pyarrow's ``Table.filter``); partitions whose values
+            rule out every match are not read at all (DNF only: an Expression's structure is not readable).
         storage_options: fsspec options for the table's store (credentials, endpoint, ...).
         merge_type: ``"payload_combine"`` merges each record's versions by the table's merge rules (Hudi's
             default); ``"skip_merge"`` returns each file slice's base rows and then its log records (deletes left
             out), unmerged.
 
     Raises :class:`OptionError` for a bad argument (an unknown column, a partition filter naming fields that
-    are not partition fields, an unknown ``merge_type``), :class:`DataLossError` when an incremental read needs
+    are not partition fields, a filter naming an unknown column or operator, an unknown ``merge_type``),
+    :class:`DataLossError` when an incremental read needs
     files the cleaner removed.
     """
     try:
@@ -170,14 +187,21 @@ def read_table(url: str, *, columns: list[str] | None = None, as_of: str | None 
         unknown = [c for c in columns if c not in full.names]
         if unknown:
             raise OptionError(f"{url}: unknown columns {unknown}; the table has {full.names}")
+    pushed = pushed_filters(filters, full, "read_table") if filters is not None else None
     slices, max_instant, rng = plan_slices(table, as_of=as_of, start=start, end=end,
-                                           partition_filter=partition_filter)
-    req = SliceRead(table, read_schema(table, full, columns, rng is not None), max_instant, rng, merge,
+                                           partition_filter=partition_filter,
+                                           filters=pushed.model if pushed else None, schema=full)
+    # the rows are filtered on columns that may not be returned: read them too (all, for an opaque Expression)
+    wanted = columns
+    if pushed is not None and columns is not None:
+        wanted = None if pushed.model is None else columns + sorted(columns_of(pushed.model) - set(columns))
+    req = SliceRead(table, read_schema(table, full, wanted, rng is not None), max_instant, rng, merge,
                     read_optimized)
     parts = [read_slice(req, s) for s in slices]
     out = pa.concat_tables(parts) if parts else req.schema.empty_table()
-    out = out.select(columns if columns is not None else [c for c in full.names])
-    return out
+    if pushed is not None:
+        out = filter_rows(out, pushed, "read_table")
+    return out.select(columns if columns is not None else [c for c in full.names])
 
 
 def read_schema(table: HudiTable, full: pa.Schema, columns: list[str] | None, incremental: bool) -> pa.Schema:

@@ -17,6 +17,7 @@ import pyarrow as pa
 from ..errors import HudiStreamingError, OptionError, UnsupportedTableError
 from ..hoodie.changes import Deletes, change_pieces, commit_clock, output_schema, read_columns
 from ..hoodie.config import is_zone
+from ..hoodie.filters import Filter, FilterArg, PartitionPruner, filter_rows, pushed_filters
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline.instant import is_instant_time
 from .monitor import Cursor, MonitorOptions, Plan, StreamMonitor
@@ -42,7 +43,9 @@ class ChangeFeed:
 
     def __init__(self, table: HudiTable, *, changelog: bool, deletes: Deletes, columns: list[str] | None = None,
                  partition_filter: Partitions | None = None, end: str | None = None, zone: str | None = None,
-                 carryovers: frozenset[str] | None = None):
+                 carryovers: frozenset[str] | None = None, filters: Filter | None = None):
+        """``filters`` leaves out the splits of partitions that cannot hold a matching row (their rows are not
+        filtered here)."""
         require_meta_fields(table)
         self.table = table
         #: the zone the table's instant times are read in (``TableConfig.timeline_zone`` when None)
@@ -55,6 +58,8 @@ class ChangeFeed:
         self.monitor = StreamMonitor(table, MonitorOptions(ending_instant=end, partition_filter=wanted or None,
                                                            replaced_as_deletes=deletes is not Deletes.IGNORE,
                                                            changelog=changelog))
+        pruner = PartitionPruner(table, filters, self.schema) if filters is not None else None
+        self._pruner = pruner if pruner is not None and pruner.used else None
         self.cursor: Cursor | None = None
         self._known: dict[str, str] | None = None
         self._floor: str | None = None
@@ -107,6 +112,8 @@ class ChangeFeed:
             if self._known is not None:
                 self._known.update({e.requested_time: e.completion_time or "" for e in plan.instants})
             self.cursor = plan.cursor
+            if self._pruner is not None:
+                plan.splits = [s for s in plan.splits if self._pruner.may_match(s.partition)]
             yield plan
 
     def _rows(self, splits: list[Split]) -> pa.Table:
@@ -120,9 +127,9 @@ class ChangeFeed:
 
 def read_changes(url: str, start: str | None = None, end: str | None = None, *, changelog: bool = False,
                  deletes: DeletesArg = "emit", columns: list[str] | None = None,
-                 partition_filter: Partitions | None = None, drop_carryovers: bool = False,
-                 carryover_ignore_columns: list[str] | None = None, timeline_zone: str | None = None,
-                 storage_options: dict | None = None) -> pa.Table:
+                 partition_filter: Partitions | None = None, filters: FilterArg | None = None,
+                 drop_carryovers: bool = False, carryover_ignore_columns: list[str] | None = None,
+                 timeline_zone: str | None = None, storage_options: dict | None = None) -> pa.Table:
     """What changed in the Hudi table at ``url`` after instant ``start`` up to instant ``end``, with change types.
 
     The rows are those a stream started just after ``start`` with ``endingInstant=end`` delivers, in its order:
@@ -142,6 +149,10 @@ def read_changes(url: str, start: str | None = None, end: str | None = None, *, 
             ``"ignore"`` drops them; ``"fail"`` raises :class:`DeleteError` at the first delete.
         columns: the table columns to return (meta columns and ``_change_type`` always come along).
         partition_filter: partition field → the value or values to read.
+        filters: the rows to return, in ``read_table``'s forms (pyarrow DNF or Expression), on the returned
+            columns: the rows that match, as pyarrow filters them; partitions that cannot hold a match are not
+            read (DNF only). A pre-image and its post-image are filtered each on its own values, as a query's
+            WHERE on the change feed filters them.
         drop_carryovers: leave out updates whose values equal the key's earlier values in every returned column
             but the ``_hoodie_*`` meta columns and ``carryover_ignore_columns`` (a writer that rewrote a record
             unchanged): both images in changelog mode, the row in upsert mode (Spark's
@@ -174,9 +185,13 @@ def read_changes(url: str, start: str | None = None, end: str | None = None, *, 
     if timeline_zone is not None and not is_zone(timeline_zone):
         raise OptionError(f"read_changes: timeline_zone={timeline_zone!r} is not an IANA time zone name")
     zone = table.config.reading_zone(timeline_zone, "read_changes: timeline_zone")
+    schema = output_schema(full, columns)
+    pushed = pushed_filters(filters, schema, "read_changes") if filters is not None else None
     feed = ChangeFeed(table, changelog=changelog, deletes=mode, columns=columns, partition_filter=partition_filter,
                       end=end, zone=zone,
-                      carryovers=frozenset(carryover_ignore_columns or ()) if drop_carryovers else None)
+                      carryovers=frozenset(carryover_ignore_columns or ()) if drop_carryovers else None,
+                      filters=pushed.model if pushed else None)
     feed.start_after(start)
     parts = [rows for _plan, rows in feed.rounds()]
-    return pa.concat_tables(parts) if parts else feed.schema.empty_table()
+    out = pa.concat_tables(parts) if parts else feed.schema.empty_table()
+    return filter_rows(out, pushed, "read_changes") if pushed is not None else out

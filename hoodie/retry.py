@@ -93,7 +93,8 @@ def _chain(e: BaseException) -> Iterator[BaseException]:
 
 #: the store clients' errors a retry may mend, by the module that defines them
 _CLIENT_TRANSIENT = {
-    "botocore.exceptions": ("ConnectionError", "HTTPClientError", "IncompleteReadError", "ResponseParserError"),
+    "botocore.exceptions": ("ConnectionError", "HTTPClientError", "IncompleteReadError"),
+    "botocore.parsers": ("ResponseParserError",),
     "aiohttp": ("ClientPayloadError", "ClientConnectionError"),
     "urllib3.exceptions": ("IncompleteRead", "ProtocolError"),
     "fsspec.exceptions": ("FSTimeoutError",),

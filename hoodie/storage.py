@@ -154,6 +154,19 @@ class Storage:
             return data
         return self._retrying("read", rel, once)
 
+    @_credentials_checked
+    def read_range(self, rel: str, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset`` in one ranged request (an HFile's trailer, index or data block); fewer
+        bytes than asked is a short read (retried) or, when the object is that short, a corrupt file."""
+        full = self.full(rel)
+
+        def once() -> bytes:
+            data = self.fs.cat_file(full, start=offset, end=offset + length)
+            if len(data) < length:
+                self._short_read(rel, offset + len(data), offset + length)
+            return data
+        return self._retrying("read", rel, once)
+
     def _short_read(self, rel: str, got: int, expected: int) -> None:
         """Raise for a read of ``got`` bytes where ``expected`` were due: the object is that short (corrupt), or
         the read was cut (:class:`.retry.ShortRead`, retried)."""

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import json
+import posixpath
 
 import pyarrow as pa
 
 from .config import TableConfig, load_table_config
 from .fs_view import FileSystemView, list_data_files
 from .logfile.avro_arrow import arrow_schema_from_avro
+from .metadata_table import FilesIndex, Unusable, log_fallback, open_files_index
 from .schema_history import SchemaHistory, load_schema_history
 from .storage import FileInfo, Storage
 from .timeline import CommitCheck, Timeline
@@ -23,12 +25,17 @@ class HudiTable:
     """Entry point to one table. Cheap to create: the timeline is loaded on first use (a stream's executors read
     planned file slices without it), then kept until :meth:`reload`."""
 
-    def __init__(self, url: str, storage_options: dict | None = None):
+    def __init__(self, url: str, storage_options: dict | None = None, *, metadata_enable: bool = True):
+        """``metadata_enable=False`` (Hudi's read option ``hoodie.metadata.enable=false``) lists the store even
+        where the table's metadata table could serve the listings (:mod:`.metadata_table`)."""
         self.storage = Storage(url, storage_options)
         self.config: TableConfig = load_table_config(self.storage)
+        self._storage_options = storage_options
+        self._metadata_enable = metadata_enable
         self._timeline: Timeline | None = None
         self._commits: CommitCheck | None = None
         self._listing: list[FileInfo] | None = None
+        self._files_index: FilesIndex | None | bool = False  # False: not opened yet; None: not usable
         self._schema_history: SchemaHistory | None | bool = False  # False: not read yet
 
     @property
@@ -45,6 +52,7 @@ class HudiTable:
         self._timeline = Timeline.load(self.storage, self.config, previous=self._timeline)
         self._commits = None
         self._listing = None
+        self._files_index = False
         self._schema_history = False
         return self
 
@@ -86,16 +94,56 @@ class HudiTable:
 
     # -- files -----------------------------------------------------------------------------------------------
     def listing(self) -> list[FileInfo]:
+        """Every data file the store holds (one recursive LIST), whatever wrote it: the files of pending and
+        failed writes too, which checks of the store's content need and the metadata table does not list."""
         if self._listing is None:
             self._listing = list_data_files(self.storage)
         return self._listing
 
+    def files_index(self) -> FilesIndex | None:
+        """The metadata table's ``files`` partition when it can serve this table's listings, else None (the
+        reason logged once per table and reason). Opened once per timeline load (:meth:`reload`)."""
+        if self._files_index is False:
+            found = (Unusable("hoodie.metadata.enable=false") if not self._metadata_enable
+                     else open_files_index(self.storage, self.config, self.timeline, self._storage_options))
+            if isinstance(found, Unusable):
+                log_fallback(self.url, found.reason)
+                self._files_index = None
+            else:
+                self._files_index = found
+        return self._files_index if isinstance(self._files_index, FilesIndex) else None
+
+    def data_files(self) -> list[FileInfo]:
+        """Every data file of the table: from the metadata table when it is usable, else :meth:`listing`."""
+        index = self.files_index()
+        return index.all_files() if index is not None else self.listing()
+
+    def partitions(self) -> list[str]:
+        """The table's partition paths (``""`` for a non-partitioned table's files)."""
+        index = self.files_index()
+        if index is not None:
+            return index.partitions()
+        return sorted({posixpath.dirname(f.path) for f in self.listing()})
+
+    def partition_files(self, partition: str) -> list[FileInfo]:
+        """The files directly in one partition: from the metadata table when it is usable, else one LIST."""
+        index = self.files_index()
+        if index is not None:
+            return index.files([partition])[partition]
+        return self.storage.list_dir(partition)
+
     def file_system_view(self, paths: list[str] | None = None) -> FileSystemView:
-        """View over every data file, or only over ``paths`` (the files some instants wrote)."""
-        files = self.listing()
-        if paths is not None:
-            wanted = set(paths)
-            files = [f for f in files if f.path in wanted]
+        """View over every data file, or only over ``paths`` (the files some instants wrote: only their
+        partitions are looked up when the metadata table serves the listing)."""
+        if paths is None:
+            return FileSystemView(self.config, self.timeline, self.data_files())
+        wanted = set(paths)
+        index = self.files_index()
+        if index is not None:
+            found = index.files({posixpath.dirname(p) for p in wanted})
+            files = [f for listed in found.values() for f in listed if f.path in wanted]
+        else:
+            files = [f for f in self.listing() if f.path in wanted]
         return FileSystemView(self.config, self.timeline, files)
 
     def partition_values(self, partition_path: str) -> dict[str, str]:

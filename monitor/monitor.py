@@ -328,7 +328,7 @@ class StreamMonitor:
 
     def _partition_files(self, part: str) -> dict[str, FileInfo]:
         if part not in self._files:
-            self._files[part] = {posixpath.basename(f.path): f for f in self.table.storage.list_dir(part)}
+            self._files[part] = {posixpath.basename(f.path): f for f in self.table.partition_files(part)}
         return self._files[part]
 
     def _view_of_groups(self, groups: set[tuple[str, str]]) -> FileSystemView:

@@ -7,9 +7,7 @@ framing was intact can still carry flipped bits in its records; the Hudi log for
 such damage is only caught where it breaks the structure.
 
 HFile data blocks (spec §5.9; written for the metadata table, and for data tables with
-``hoodie.logfile.data.block.format=hfile``) are HBase HFile v3 files. Only what decoding every record
-needs is read: the trailer, the file info (to know whether a memstore timestamp follows each cell) and the
-data blocks in file order; the block index is not needed for a full scan.
+``hoodie.logfile.data.block.format=hfile``) are HFile v3 files, read by :mod:`hoodie.hfile`.
 """
 from __future__ import annotations
 
@@ -17,8 +15,7 @@ import datetime as dt
 import io
 import json
 import struct
-import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -29,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ...errors import CorruptFileError, UnsupportedTableError
+from ..hfile import TRAILER_MAGIC, TRAILER_SIZE, BytesSource, HFileReader
 from .avro_arrow import decode_avro_records, record_schema_problem, split_records
 from .format import (
     CONTENT_VERSION,
@@ -157,7 +155,7 @@ def _parquet_layout(content: memoryview) -> None:
 
 def _hfile_layout(content: memoryview) -> None:
     """An HFile ends in its fixed-size trailer, which starts with a magic (the rest is checked on decoding)."""
-    if len(content) < _HFILE_TRAILER_SIZE or content[-_HFILE_TRAILER_SIZE:][:8] != _HFILE_TRAILER_MAGIC:
+    if len(content) < TRAILER_SIZE or content[-TRAILER_SIZE:][:8] != TRAILER_MAGIC:
         raise _Malformed("HFile block content does not end in an HFile trailer")
 
 
@@ -289,55 +287,24 @@ def _decode_parquet_content(block: LogBlock, columns: Sequence[str] | None) -> p
 
 # --- HFile ------------------------------------------------------------------------------------------------
 
-_HFILE_TRAILER_SIZE = 4096
-_HFILE_TRAILER_MAGIC = b'TRABLK"$'
-_HFILE_BLOCK_HEADER = struct.Struct(">8siiqbii")  # magic, on-disk size, uncompressed size, prev offset,
-#                                                  checksum type, bytes per checksum, on-disk data size w/ header
-_HFILE_DATA_MAGIC = b"DATABLK*"
-_HFILE_FILE_INFO_MAGIC = b"FILEINF2"
-#: Blocks that HBase may write between data blocks ("inline" leaf index and bloom chunks); skipped.
-_HFILE_INLINE_MAGICS = frozenset({b"IDXLEAF2", b"BLMFBLK2"})
-_HFILE_CODEC_GZIP, _HFILE_CODEC_NONE = 1, 2
 #: ``HoodieAvroHFileReaderImplBase.KEY_FIELD_NAME``: writers blank this field, readers refill it from the key.
 _HFILE_KEY_FIELD = "key"
 
 
-@dataclass(frozen=True)
-class _HFileTrailer:
-    file_info_offset: int
-    load_on_open_offset: int
-    entry_count: int
-    first_data_block_offset: int
-    codec: int
-
-
 def read_hfile_cells(block: LogBlock) -> list[tuple[str, memoryview]]:
-    """The cells of an HFILE_DATA block in file (= key) order: ``(row key, Avro record bytes)``.
+    """The cells of an HFILE_DATA block in file (= key) order: ``(row key, Avro record bytes)``, read by
+    :mod:`hoodie.hfile` from the block's content.
 
     The record bytes are written with the block's SCHEMA header; Hudi blanks their ``key`` field to an
     empty string and readers refill it from the row key (:func:`decode_data_block` does).
     """
     if block.type is not BlockType.HFILE_DATA:
         raise ValueError(f"{block.where()}: a {block.type.name} block is not an HFile block")
-    hfile = memoryview(block.content)
-    cells: list[tuple[str, memoryview]] = []
+    reader = HFileReader(BytesSource(block.content), block.where())
     try:
-        trailer = _hfile_trailer(block, hfile)
-        file_info = _hfile_file_info(block, hfile, trailer)
-        with_mvcc = file_info.get(b"KEY_VALUE_VERSION") == _I32.pack(1)
-        offset = trailer.first_data_block_offset
-        while offset < trailer.load_on_open_offset:
-            magic, payload, offset = _hfile_block(block, hfile, offset, trailer.codec)
-            if magic == _HFILE_DATA_MAGIC:
-                cells += _hfile_cells(block, payload, with_mvcc)
-            elif magic not in _HFILE_INLINE_MAGICS:
-                raise CorruptFileError(f"{block.where()}: unexpected HFile block {bytes(magic)!r} among data blocks")
-    except (struct.error, UnicodeDecodeError) as e:
-        raise CorruptFileError(f"{block.where()}: undecodable HFile: {e}") from e
-    if len(cells) != trailer.entry_count:
-        raise CorruptFileError(f"{block.where()}: HFile holds {len(cells)} cells, its trailer says "
-                               f"{trailer.entry_count}")
-    return cells
+        return [(str(row, "utf-8"), value) for row, value in reader.scan()]
+    except UnicodeDecodeError as e:
+        raise CorruptFileError(f"{block.where()}: HFile row key is not UTF-8: {e}") from e
 
 
 def _decode_hfile_content(block: LogBlock, columns: Sequence[str] | None) -> pa.Table:
@@ -351,145 +318,3 @@ def _decode_hfile_content(block: LogBlock, columns: Sequence[str] | None) -> pa.
         restored = pc.if_else(blanked, pa.array([key for key, _ in cells], type=column.type), column)
         table = table.set_column(table.schema.get_field_index(_HFILE_KEY_FIELD), _HFILE_KEY_FIELD, restored)
     return table
-
-
-def _hfile_trailer(block: LogBlock, hfile: memoryview) -> _HFileTrailer:
-    """The fixed 4096-byte trailer: magic, varint-delimited ``TrailerProto``, then minor/major version."""
-    if len(hfile) < _HFILE_TRAILER_SIZE:
-        raise CorruptFileError(f"{block.where()}: HFile of {len(hfile)} bytes is shorter than its trailer")
-    trailer = hfile[-_HFILE_TRAILER_SIZE:]
-    if trailer[:8] != _HFILE_TRAILER_MAGIC:
-        raise CorruptFileError(f"{block.where()}: HFile trailer magic missing")
-    major = int.from_bytes(trailer[-3:], "big")
-    if major != 3:
-        raise UnsupportedTableError(f"{block.where()}: HFile major version {major}; only version 3 is readable")
-    fields = {number: value for number, value in _protobuf_fields(block, _delimited(block, trailer, 8)[0])
-              if isinstance(value, int)}
-    result = _HFileTrailer(file_info_offset=fields.get(1, 0), load_on_open_offset=fields.get(2, 0),
-                           entry_count=fields.get(7, 0), first_data_block_offset=fields.get(9, 0),
-                           codec=fields.get(12, _HFILE_CODEC_NONE))
-    end_of_blocks = len(hfile) - _HFILE_TRAILER_SIZE
-    if not (0 <= result.first_data_block_offset <= result.load_on_open_offset <= result.file_info_offset
-            < end_of_blocks):
-        raise CorruptFileError(f"{block.where()}: HFile trailer offsets are inconsistent: {result}")
-    if result.codec not in (_HFILE_CODEC_GZIP, _HFILE_CODEC_NONE):
-        raise UnsupportedTableError(f"{block.where()}: HFile compression codec {result.codec} is not supported "
-                                    f"(only gzip and none)")
-    return result
-
-
-def _hfile_file_info(block: LogBlock, hfile: memoryview, trailer: _HFileTrailer) -> dict[bytes, bytes]:
-    """The file info block: ``PBUF`` then a varint-delimited ``InfoProto`` of (key, value) byte pairs."""
-    magic, payload, _ = _hfile_block(block, hfile, trailer.file_info_offset, trailer.codec)
-    if magic != _HFILE_FILE_INFO_MAGIC or payload[:4] != b"PBUF":
-        raise CorruptFileError(f"{block.where()}: HFile file info block missing")
-    info = {}
-    for number, entry in _protobuf_fields(block, _delimited(block, payload, 4)[0]):
-        if number == 1 and isinstance(entry, memoryview):  # repeated BytesBytesPair map_entry
-            pair = dict(_protobuf_fields(block, entry))
-            info[bytes(pair.get(1, b""))] = bytes(pair.get(2, b""))
-    return info
-
-
-def _hfile_block(block: LogBlock, hfile: memoryview, offset: int, codec: int) -> tuple[memoryview, memoryview, int]:
-    """The HFile block at ``offset``: its magic, its uncompressed payload and the offset after it."""
-    if len(hfile) - offset < _HFILE_BLOCK_HEADER.size:
-        raise CorruptFileError(f"{block.where()}: HFile block header at {offset} runs past the file")
-    magic, on_disk_size, uncompressed_size, _, _, _, data_size_with_header = \
-        _HFILE_BLOCK_HEADER.unpack_from(hfile, offset)
-    header = _HFILE_BLOCK_HEADER.size
-    end = offset + header + on_disk_size
-    if not (0 <= uncompressed_size and header <= data_size_with_header <= header + on_disk_size
-            and end <= len(hfile)):
-        raise CorruptFileError(f"{block.where()}: HFile block at {offset} has impossible sizes")
-    stored = hfile[offset + header:offset + data_size_with_header]  # checksum bytes, if any, follow
-    if codec == _HFILE_CODEC_NONE:
-        payload = stored
-    else:
-        inflater = zlib.decompressobj(wbits=31)  # gzip framing, as Hadoop's GzipCodec writes
-        try:
-            payload = memoryview(inflater.decompress(stored, uncompressed_size + 1))
-        except zlib.error as e:
-            raise CorruptFileError(f"{block.where()}: HFile block at {offset} does not inflate: {e}") from e
-        if not inflater.eof:
-            raise CorruptFileError(f"{block.where()}: HFile block at {offset} inflates past its stated size")
-    if len(payload) != uncompressed_size:
-        raise CorruptFileError(f"{block.where()}: HFile block at {offset} holds {len(payload)} bytes, "
-                               f"its header says {uncompressed_size}")
-    return magic, payload, end
-
-
-def _hfile_cells(block: LogBlock, data: memoryview, with_mvcc: bool) -> list[tuple[str, memoryview]]:
-    """The (row key, value) of each cell of an uncompressed data block.
-
-    A cell is int32 key length, int32 value length, the key (int16 row length, row, family, qualifier,
-    timestamp, type), the value, then (KEY_VALUE_VERSION 1) a Hadoop vlong memstore timestamp.
-    """
-    cells = []
-    pos, end = 0, len(data)
-    while pos < end:
-        if end - pos < 8:
-            raise CorruptFileError(f"{block.where()}: HFile cell header cut off")
-        key_length, value_length = _I32_PAIR.unpack_from(data, pos)
-        pos += 8
-        if not (2 <= key_length <= end - pos and 0 <= value_length <= end - pos - key_length):
-            raise CorruptFileError(f"{block.where()}: HFile cell with impossible lengths")
-        (row_length,) = _U16.unpack_from(data, pos)
-        if row_length > key_length - 2:
-            raise CorruptFileError(f"{block.where()}: HFile row key longer than its cell key")
-        row = str(data[pos + 2:pos + 2 + row_length], "utf-8")
-        pos += key_length
-        cells.append((row, data[pos:pos + value_length]))
-        pos += value_length
-        if with_mvcc and pos < end:
-            pos += _vlong_size(data[pos])
-    if pos != end:
-        raise CorruptFileError(f"{block.where()}: HFile data block cut inside its last cell")
-    return cells
-
-
-def _vlong_size(first_byte: int) -> int:
-    """Encoded size of a Hadoop ``WritableUtils`` vlong from its first byte (``decodeVIntSize``)."""
-    signed = first_byte - 256 if first_byte > 127 else first_byte
-    if signed >= -112:
-        return 1
-    return -119 - signed if signed < -120 else -111 - signed
-
-
-def _varint(data: memoryview, pos: int) -> tuple[int, int]:
-    """A protobuf base-128 varint at ``pos``: ``(value, offset after it)``. At most 10 bytes are read."""
-    value = 0
-    for shift in range(0, 70, 7):
-        if pos >= len(data):
-            break
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-    raise struct.error("truncated or overlong varint")
-
-
-def _delimited(block: LogBlock, data: memoryview, pos: int) -> tuple[memoryview, int]:
-    """The bytes at ``pos`` prefixed by their varint length (a ``writeDelimitedTo`` message or a protobuf
-    length-delimited field), and the offset after them."""
-    length, pos = _varint(data, pos)
-    if length > len(data) - pos:
-        raise CorruptFileError(f"{block.where()}: HFile protobuf message runs past its block")
-    return data[pos:pos + length], pos + length
-
-
-def _protobuf_fields(block: LogBlock, message: memoryview) -> Iterator[tuple[int, int | memoryview]]:
-    """``(field number, value)`` of a protobuf message: varints as int, length-delimited fields as bytes."""
-    pos = 0
-    value: int | memoryview
-    while pos < len(message):
-        tag, pos = _varint(message, pos)
-        number, wire_type = tag >> 3, tag & 7
-        if wire_type == 0:
-            value, pos = _varint(message, pos)
-        elif wire_type == 2:
-            value, pos = _delimited(block, message, pos)
-        else:
-            raise CorruptFileError(f"{block.where()}: HFile protobuf wire type {wire_type} not expected")
-        yield number, value

@@ -77,8 +77,10 @@ _STATE_SUFFIX = {".requested": _R, ".inflight": _I}
 #: ``HoodieInstantTimeGenerator``: ``yyyyMMddHHmmssSSS`` (MILLIS_INSTANT_ID_LENGTH 17), and the seconds form
 #: ``yyyyMMddHHmmss`` (SECS_INSTANT_ID_LENGTH 14) of tables written before Hudi 0.9, which a requested time of an
 #: old instant may still have. Hudi's own check of user-given instants accepts exactly these two lengths
-#: (``HoodieSqlCommonUtils.formatQueryInstant``).
-_REQUESTED_TIME = re.compile(r"\d{14}(?:\d{3})?")
+#: (``HoodieSqlCommonUtils.formatQueryInstant``). The metadata table's own service instants of Hudi 0.x append
+#: a three-digit suffix to a 17-digit one (``HoodieTableMetadataUtil.createCompactionTimestamp``; 20 digits, as
+#: :data:`hoodie.logfile.format.INSTANT_TIME_LENGTHS` accepts in log file names).
+_REQUESTED_TIME = re.compile(r"\d{14}(?:\d{3}(?:\d{3})?)?")
 #: Completion times exist only in layout 2, which Hudi 1.x writes: always milliseconds.
 _COMPLETION_TIME = re.compile(r"\d{17}")
 

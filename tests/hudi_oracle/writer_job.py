@@ -7,8 +7,8 @@ For each configuration it writes the scenario's steps one at a time. After each 
 - every file of the table (content-addressed in ``blobs/``, listed per step), so a test can rebuild the table
   exactly as it was after that step, files later cleaned or rewritten included;
 - Hudi's snapshot query, as parquet;
-- Hudi's incremental query between each pair of adjacent completed writes the step added, and at the end two
-  wider ranges;
+- Hudi's incremental query between each pair of adjacent completed writes the step added, over the whole step
+  when it added several (a write and its table service), and at the end two wider ranges;
 - on CDC tables, Hudi's CDC query over the step.
 ``manifest.json`` says what each step did and where its answers are. A configuration Hudi refuses to write
 records Hudi's error instead, so the tests can tell "Hudi cannot" from "we did not try".
@@ -503,6 +503,9 @@ class Writer:
             pos = position(e, v)
             self.add_incremental(gold, self.last_pos, pos, f"gold/{index}/incr_{e['requested']}")
             self.last_pos = pos
+        if sum(e["action"] in DATA_ACTIONS for e in new) > 1:
+            # the step's write and the table service after it at once (a range that ends at a log compaction)
+            self.add_incremental(gold, step_start, self.last_pos, f"gold/{index}/incr_step")
         if self.cfg["cdc"] and self.last_pos != step_start:
             gold.append(self.incremental(step_start, self.last_pos, f"gold/{index}/cdc", cdc=True))
         self.manifest["steps"].append({"step": step, "seconds": round(seconds, 2), "instants": instants,

@@ -132,7 +132,7 @@ def source_schema(opts: SourceOptions) -> pa.Schema:
     partition fields are checked against the table here: a wrong name fails there, listing the right ones,
     instead of streaming rows without the columns or no rows at all.
     """
-    table = HudiTable(opts.path, opts.storage or None)
+    table = HudiTable(opts.path, opts.storage or None, metadata_enable=opts.metadata_enable)
     schema = table.arrow_schema()
     data = [n for n in schema.names if not n.startswith("_hoodie_")]
     for option, names in (("columns", opts.columns), ("carryoverIgnoreColumns", opts.carryover_ignore_columns)):
@@ -248,7 +248,7 @@ def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -
     """``spark.read``: one task per file slice of a snapshot; for a range (``startingInstant``, exclusive, and
     ``endingInstant``) one task per split of the change feed ``read_changes`` reads (``monitor.feed``), so both
     return the same rows, in either read mode. An empty table or range still gets one (empty) task."""
-    table = HudiTable(opts.path, opts.storage or None)
+    table = HudiTable(opts.path, opts.storage or None, metadata_enable=opts.metadata_enable)
     zone = opts.timeline_zone(table.config)
     first, end = opts.positions(zone)
     start = None if first in ("earliest", "latest") else first
@@ -283,7 +283,7 @@ class StreamDriver:
         self.location: str = opts.state_location
         #: the query's output schema, fixed when it started
         self.output = reference_schema
-        self.table = HudiTable(opts.path, opts.storage or None)
+        self.table = HudiTable(opts.path, opts.storage or None, metadata_enable=opts.metadata_enable)
         require_meta_fields(self.table)
         self.store = StateStore(self.location, opts.storage or None)
         #: the instant the user started the stream at: late instants completed before it are not delivered

@@ -61,6 +61,8 @@ class SourceOptions(BaseModel):
     merge_type: str = Field(default="payload_combine", alias="mergeType")
     mini_batch_size: int = Field(default=65536, alias="miniBatchSize", gt=0)
     fail_on_data_loss: bool = Field(default=True, alias="failOnDataLoss")
+    #: Hudi's read option: false lists the store even where the table's metadata table could serve the listings
+    metadata_enable: bool = Field(default=True, alias="hoodie.metadata.enable")
     #: v8/v9: how much earlier than the cursor a late instant may have completed and still be delivered quietly
     late_instant_window_seconds: int = Field(default=3600, alias="lateInstantWindowSeconds", ge=0)
     allow_schema_changes: bool = Field(default=False, alias="allowSchemaChanges")
@@ -234,6 +236,7 @@ _HOODIE_OPTIONS = {
     "hoodie.datasource.streaming.startoffset": ("startingInstant", _after),
     "hoodie.datasource.read.begin.instanttime": ("startingInstant", _after),
     "hoodie.datasource.read.end.instanttime": ("endingInstant", None),
+    "hoodie.metadata.enable": ("hoodie.metadata.enable", None),
 }
 #: Delta's streaming options that mean the same here (a split is one file group's slice)
 _DELTA_OPTIONS = {"maxfilespertrigger": "maxSplitsPerTrigger", "startingversion": "startingInstant",

@@ -183,3 +183,23 @@ def test_comparison_sees_a_lost_metadata_log(table_copy):
     logs[-1].unlink()
     with pytest.raises(AssertionError, match="differ"):
         assert_same_listing(table_copy, "without its newest metadata log")
+
+
+@pytest.mark.parametrize("value,used", [("false", False), ("true", True), (None, True)])
+def test_read_option_reaches_the_batch_planner(built, value, used, monkeypatch):
+    """``hoodie.metadata.enable``, Hudi's read option, as Spark hands it to the source: the batch read's table
+    lists the store when it is false, and takes its listing from the metadata table otherwise."""
+    from hudi_streaming.streaming import driver
+    from hudi_streaming.streaming.options import parse_options
+    made: list[HudiTable] = []
+
+    class Recording(HudiTable):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(driver, "HudiTable", Recording)
+    opts = parse_options({"path": str(built), **({"hoodie.metadata.enable": value} if value else {})})
+    assert opts.metadata_enable is used
+    assert driver.plan_batch_read(opts, driver.source_schema(opts), lambda *task: task)
+    assert made and all((t.files_index() is not None) is used for t in made)

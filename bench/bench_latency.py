@@ -148,7 +148,8 @@ def traced_source():
     Defined here (pickled by value into Spark's Python processes, which inherit the environment): the same
     reader, plus one appended JSON line per call (an ``O_APPEND`` write of a few bytes, atomic across processes).
     """
-    from hudi_streaming.streaming.source import HudiStreamingDataSource, HudiStreamReader
+    from hudi_streaming.streaming.data_source import HudiStreamingDataSource
+    from hudi_streaming.streaming.source import HudiStreamReader
 
     def trace(what: str, t0: float, **more) -> None:
         with open(os.environ["BENCH_LATENCY_TRACE"], "a") as f:

@@ -38,7 +38,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.orc as po
 
 from ..errors import CorruptFileError, UnsupportedTableError
 from .storage import Storage
@@ -141,6 +140,8 @@ class _OrcFile(BaseFileReader):
     def __init__(self, storage: Storage, path: str):
         super().__init__(storage, path)
         with self.decoding():
+            import pyarrow.orc as po  # here: only ORC tables need Arrow's ORC reader
+
             self.file = po.ORCFile(storage.input_file(path))
 
     @property

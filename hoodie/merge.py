@@ -26,7 +26,6 @@ import decimal
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -35,13 +34,8 @@ import pyarrow.compute as pc
 
 from ..errors import UnsupportedTableError
 from .config import MergeMode
+from .optional import optional_polars  # a fast string hash for :class:`KeyIndex`, imported by its first use
 from .scanner import ScanStats, timed
-
-polars: ModuleType | None  # None: not installed
-try:  # optional: a fast string hash for :class:`KeyIndex`
-    import polars
-except ImportError:  # pragma: no cover - depends on the environment
-    polars = None
 
 
 @dataclass(frozen=True)
@@ -396,7 +390,8 @@ class KeyIndex:
 
 def _hashes(keys: pa.Array) -> np.ndarray | None:
     """64-bit hashes of string ``keys``; None without polars or with a null key."""
-    if polars is None or keys.null_count:
+    polars = optional_polars() if not keys.null_count else None
+    if polars is None:
         return None
     return polars.Series(keys).hash().to_numpy()
 

@@ -23,24 +23,29 @@ import functools
 import logging
 import os
 import posixpath
+import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any, Concatenate, ParamSpec, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import fsspec
 import pyarrow as pa
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
+
+if TYPE_CHECKING:  # imported where used: pyarrow.parquet and pyarrow.fs cost every Spark worker that lists only
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
 
 from ..errors import CorruptFileError, InvalidTableContentError, OptionError
 from . import retry as _retry
 
-try:  # s3fs's own credential errors, which it passes through untranslated; other stores have none of these
-    from botocore.exceptions import NoCredentialsError, PartialCredentialsError
-    _NO_CREDENTIALS: tuple[type[Exception], ...] = (NoCredentialsError, PartialCredentialsError)
-except ImportError:  # pragma: no cover - botocore comes with s3fs
-    _NO_CREDENTIALS = ()
+
+def _no_credentials() -> tuple[type[Exception], ...]:
+    """s3fs's own credential errors (botocore's), which it passes through untranslated; other stores have none.
+    Looked up once botocore is loaded (s3fs loads it): no process that never opens an object store imports it."""
+    exceptions = sys.modules.get("botocore.exceptions")
+    return (exceptions.NoCredentialsError, exceptions.PartialCredentialsError) if exceptions else ()
+
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -76,7 +81,7 @@ def _credentials_checked(method: Callable[Concatenate[Storage, _P], _T]) -> Call
     def checked(self: Storage, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         try:
             return method(self, *args, **kwargs)
-        except _NO_CREDENTIALS as e:
+        except _no_credentials() as e:
             raise OptionError(
                 f"{self.url}: no usable credentials for the object store ({e}); set the options fs.key and "
                 "fs.secret (Hadoop names: fs.s3a.access.key, fs.s3a.secret.key), fs.anon=true for a public "
@@ -197,6 +202,8 @@ class Storage:
         :data:`PARQUET_READ_BUFFER` bytes per column, read and decoded by Arrow's threads; on an object store
         :data:`REMOTE_READ_BUFFER` bytes per column and request (a small object is fetched whole instead).
         """
+        import pyarrow.parquet as pq  # here: the planning and schema workers read no parquet
+
         source = self.input_file(rel)
         if isinstance(source, pa.BufferReader):
             return pq.ParquetFile(source)
@@ -218,7 +225,7 @@ class Storage:
         """
         full = self.full(rel)
         if self._local:
-            return self._retrying("open", rel, lambda: _LOCAL.open_input_file(full))
+            return self._retrying("open", rel, lambda: _local_fs().open_input_file(full))
 
         def once() -> pa.NativeFile | IO[bytes]:
             f = self.fs.open(full, "rb", cache_type="none")  # no fsspec cache: each read is one request
@@ -483,7 +490,14 @@ def _count_client_retries(fs: Any) -> None:
         log.debug("hudi_streaming: botocore retries of %s not counted: %s", fs, e)
 
 
-_LOCAL = pafs.LocalFileSystem()
+@functools.cache
+def _local_fs() -> pafs.LocalFileSystem:
+    """Arrow's local file system, made on first use (pyarrow.fs loads Arrow's S3 bindings too)."""
+    import pyarrow.fs as pafs
+
+    return pafs.LocalFileSystem()
+
+
 #: bytes a local parquet read buffers per column it reads (see :meth:`Storage.parquet_file`)
 PARQUET_READ_BUFFER = 1 << 20
 #: bytes an object-store parquet read asks for per request and column: fewer, larger requests than locally

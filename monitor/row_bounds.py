@@ -11,7 +11,6 @@ import struct
 from collections.abc import Callable
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..hoodie.base_file import base_file_rows
 from ..hoodie.fs_view import FileSlice
@@ -54,6 +53,8 @@ def _block_records(block: LogBlock) -> int:
             if version >= 2:  # version 1 has no record count
                 return count
         if block.type is BlockType.PARQUET_DATA:
+            import pyarrow.parquet as pq  # here: only parquet log blocks need it
+
             return pq.ParquetFile(pa.BufferReader(block.content)).metadata.num_rows
         if block.type is BlockType.DELETE:
             return len(decode_delete_block(block))

@@ -2,19 +2,20 @@
 
 A thin adapter: what each batch delivers is decided in ``driver`` (no Spark there); this module translates
 between PySpark's types and it. Offsets are described in ``driver``. ``read()`` runs on executors with only
-the partition and this reader's constructor state, so both are small and picklable.
+the partition and this reader's constructor state, so both are small and picklable. The data source Spark looks
+up, which makes these readers, is ``data_source``'s (light at import: PySpark imports it in workers that read
+nothing).
 """
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import cast
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -25,22 +26,12 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..errors import OptionError
 from ..hoodie.changes import CommitClock
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
 from .consumer import SplitRange, consume
-from .driver import BatchLimit, Offset, StreamDriver, make_offset, plan_batch_read, source_schema
-from .options import (
-    TABLE_OPTIONS_KEY,
-    ReadMode,
-    SourceOptions,
-    is_catalog_definition,
-    kept_table_options,
-    parse_options,
-    table_options,
-    user_options,
-)
+from .driver import BatchLimit, Offset, StreamDriver, make_offset, plan_batch_read
+from .options import ReadMode, SourceOptions
 
 log = logging.getLogger(__name__)
 
@@ -81,41 +72,6 @@ def _read_task(o: SourceOptions, partition: FileGroupPartition, target: pa.Schem
                    deletes=o.deletes, changelog=o.read_mode is ReadMode.CHANGELOG, merge_type=o.merge_type,
                    mini_batch=o.mini_batch_size, fail_on_data_loss=fail_on_data_loss, clock=partition.clock,
                    carryovers=o.carryovers())
-
-
-class HudiStreamingDataSource(DataSource):
-    """``spark.readStream.format("hudi_streaming").option(...).load(table_url)``, and ``CREATE TABLE ... USING
-    hudi_streaming OPTIONS (path ...)`` for ``spark.table`` / ``spark.readStream.table``."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "hudi_streaming"
-
-    def _opts(self, schema: StructType | None = None) -> SourceOptions:
-        """This read's options over those of the catalog table it reads, if any (kept in its schema)."""
-        defined = table_options(schema.fields[0].metadata) if schema is not None and schema.fields else {}
-        given = {k.lower(): v for k, v in user_options(self.options).items()}
-        return parse_options({**{k.lower(): v for k, v in defined.items()}, **given})
-
-    def schema(self) -> StructType:
-        schema = from_arrow_schema(source_schema(self._opts()))
-        if is_catalog_definition(self.options):  # CREATE TABLE: keep its options where reads will find them
-            first = schema.fields[0]
-            first.metadata = {**first.metadata, TABLE_OPTIONS_KEY: json.dumps(kept_table_options(self.options))}
-        return schema
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        opts = self._opts(schema)
-        if not opts.state_location:
-            # raised from the reader's first call: an error raised here, PySpark 4's runner buries under its own
-            # UnboundLocalError (its cleanup stops a reader that was never made)
-            return _Refusal(OptionError(
-                "hudi_streaming: option stateLocation is required for streaming reads (a folder the source owns, "
-                "e.g. <checkpoint>/hudi_state; Python sources cannot see Spark's checkpoint location)"))
-        return HudiStreamReader(opts, schema)
-
-    def reader(self, schema: StructType) -> HudiBatchReader:
-        return HudiBatchReader(self._opts(schema), schema)
 
 
 class _Refusal(DataSourceStreamReader):

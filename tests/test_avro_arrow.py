@@ -31,9 +31,11 @@ from hudi_streaming.hoodie.logfile import avro_arrow
 from hudi_streaming.hoodie.logfile.avro_arrow import arrow_schema_from_avro, decode_avro_records
 from hudi_streaming.hoodie.logfile.format import BlockType
 from hudi_streaming.hoodie.logfile.reader import iter_blocks
+from hudi_streaming.hoodie.optional import optional_polars
 from hudi_streaming.writer.avro_encode import records_to_avro_dicts
 
-needs_polars = pytest.mark.skipif(avro_arrow.polars is None, reason="polars (the fast decoder) is not installed")
+polars = optional_polars()
+needs_polars = pytest.mark.skipif(polars is None, reason="polars (the fast decoder) is not installed")
 UTC = dt.timezone.utc
 
 
@@ -393,15 +395,15 @@ def test_fast_decoder_in_threads(monkeypatch, per_thread):
     assert_tables_identical(fast, reference)
     assert_tables_identical(fast, oracle(records).select(["inner", "s", "counts", "ts_ms"]))
     # a run that polars cannot decode sends the whole block to fastavro
-    real_read_avro = avro_arrow.polars.read_avro
+    real_read_avro = polars.read_avro
     calls = itertools.count()
 
     def second_run_fails(*args, **kwargs):
         if next(calls) == 1:
-            raise avro_arrow.polars.exceptions.ComputeError("simulated")
+            raise polars.exceptions.ComputeError("simulated")
         return real_read_avro(*args, **kwargs)
 
-    monkeypatch.setattr(avro_arrow.polars, "read_avro", second_run_fails)
+    monkeypatch.setattr(polars, "read_avro", second_run_fails)
     view = memoryview(payload)
     plan = avro_arrow._plan(json.dumps(ALL_TYPES), None)
     assert avro_arrow._decode_polars(plan, view, avro_arrow._record_lengths(view, 200, "")) is None
@@ -708,9 +710,9 @@ def test_polars_failure_falls_back_to_fastavro(monkeypatch):
     payload = encode_payload(SMALL, SMALL_RECORDS)
 
     def broken(*args, **kwargs):
-        raise avro_arrow._PolarsPanic("simulated panic")
+        raise polars.exceptions.PanicException("simulated panic")
 
-    monkeypatch.setattr(avro_arrow.polars, "read_avro", broken)
+    monkeypatch.setattr(polars, "read_avro", broken)
     assert_tables_identical(decode_avro_records(json.dumps(SMALL), payload, 3),
                             oracle(SMALL_RECORDS, arrow_schema_from_avro(SMALL)))
 

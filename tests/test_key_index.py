@@ -70,7 +70,7 @@ def test_without_polars_or_with_few_keys_it_is_index_in(monkeypatch):
     monkeypatch.setattr(KeyIndex, "HASHED_FROM", 4)
     assert KeyIndex(keys).order is None
     monkeypatch.setattr(KeyIndex, "HASHED_FROM", 0)
-    monkeypatch.setattr(merge, "polars", None)
+    monkeypatch.setattr(merge, "optional_polars", lambda: None)
     index = KeyIndex(keys)
     assert index.order is None
     assert index.slots(pa.array(["k3", "k0", "k1"])).tolist() == [2, -1, 0]

@@ -50,7 +50,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from types import ModuleType
 from typing import Any, NamedTuple
 
 import fastavro
@@ -59,14 +58,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import CorruptFileError, UnsupportedTableError
+from ..optional import has_polars, optional_polars  # the optional accelerator, imported by its first decode
 from .avro_canonical import NotCanonical, check_records, named_types
-
-polars: ModuleType | None  # None: not installed
-try:  # optional accelerator, see the module docstring
-    import polars
-    from polars.exceptions import PanicException as _PolarsPanic
-except ImportError:  # pragma: no cover - depends on the environment
-    polars = None
 
 __all__ = ["arrow_schema_from_avro", "avro_value_schemas", "decode_avro_records", "record_schema_problem",
            "split_records"]
@@ -481,7 +474,7 @@ def _plan(schema_json: str, columns: tuple[str, ...] | None) -> _Plan:
     while prefix_field in fields:
         prefix_field += "_"
     ocf_header = None
-    if polars is not None and record.polars_ok:  # polars infers its schema from every field, projected or not
+    if record.polars_ok and has_polars():  # polars infers its schema from every field, projected or not
         ocf_schema = _polars_schema(dict(decode_json, fields=[
             {"name": prefix_field, "type": {"type": "fixed", "name": "RecordLength", "size": 4}},
             *decode_json["fields"]]))
@@ -716,6 +709,7 @@ def _decode_polars(plan: _Plan, view: memoryview, lengths: list[int]) -> pa.Tabl
 
 def _decode_polars_run(plan: _Plan, view: memoryview, lengths: list[int]) -> pa.Table | None:
     """Decode one run of whole records (``view``, of the ``lengths``) as a one-block OCF."""
+    polars = optional_polars()
     if plan.ocf_header is None or polars is None:  # no fast path for this schema (callers do not ask then)
         return None
     ocf = _Concatenation(plan.ocf_header + avro_long(len(lengths)) + avro_long(len(view)), view, _OCF_SYNC)
@@ -726,7 +720,7 @@ def _decode_polars_run(plan: _Plan, view: memoryview, lengths: list[int]) -> pa.
         # cast here, once: the proof and the target both take plan.whole's types (the projection of it is
         # plan.decoded, so _to_target casts nothing more)
         return table.select(plan.whole.names).cast(plan.whole) if table.num_rows == len(lengths) else None
-    except (Exception, _PolarsPanic):  # a panic is a BaseException
+    except (Exception, polars.exceptions.PanicException):  # a panic is a BaseException
         return None
 
 

@@ -23,7 +23,6 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ...errors import CorruptFileError, UnsupportedTableError
 from ..hfile import TRAILER_MAGIC, TRAILER_SIZE, BytesSource, HFileReader
@@ -276,6 +275,8 @@ def _decode_parquet_content(block: LogBlock, columns: Sequence[str] | None) -> p
     try:
         # single-threaded: Arrow's I/O threads holding this Python-owned buffer at interpreter exit can abort
         # the process (apache/arrow#33975); a log block is small, threads gain nothing here
+        import pyarrow.parquet as pq  # here: only parquet log blocks need it, not every process reading logs
+
         parquet = pq.ParquetFile(pa.BufferReader(pa.py_buffer(block.content)), pre_buffer=False)
         if columns is not None:
             present = set(parquet.schema_arrow.names)

@@ -8,12 +8,17 @@ The layers are subpackages: ``hoodie`` (the table format, no Spark), ``monitor``
 ``state`` (the stream's checkpoint) and ``streaming`` (the Spark data source, the CLI and the demo). Spark
 finds the data source without a ``register`` call through the module ``pyspark_hudi_streaming``.
 
-``HudiStreamingDataSource`` is imported on first use: it needs PySpark, while the format layer and the
-command-line tool do not (``hudi-streaming inspect`` starts without a JVM).
+Only the error types are imported with the package; the other public names are imported on first use (module
+``__getattr__``). ``HudiStreamingDataSource`` needs PySpark, while the format layer and the command-line tool
+do not (``hudi-streaming inspect`` starts without a JVM). And PySpark imports this package in Python workers
+that read nothing — the data-source lookup of every session, the ``schema()`` call — where the format layer's
+Arrow readers and store clients would cost each worker a second and 100 MiB.
 """
 from __future__ import annotations
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
 from .errors import (
     CorruptFileError,
@@ -28,8 +33,12 @@ from .errors import (
     StoreError,
     UnsupportedTableError,
 )
-from .hoodie import HudiTable, read_table
-from .monitor.feed import read_changes
+
+if TYPE_CHECKING:  # the names __getattr__ imports, as type checkers see them
+    from .hoodie.read import read_table
+    from .hoodie.table import HudiTable
+    from .monitor.feed import read_changes
+    from .streaming.data_source import HudiStreamingDataSource
 
 try:
     __version__ = version("hudi-streaming")
@@ -42,9 +51,14 @@ __all__ = ["read_table", "read_changes", "HudiTable", "HudiStreamingDataSource",
            "__version__"]
 
 
-def __getattr__(name: str):
-    if name == "HudiStreamingDataSource":
-        from .streaming.source import HudiStreamingDataSource
+#: the public names imported on first use, and the module each comes from
+_LAZY = {"read_table": "hoodie.read", "HudiTable": "hoodie.table", "read_changes": "monitor.feed",
+         "HudiStreamingDataSource": "streaming.data_source"}
 
-        return HudiStreamingDataSource
-    raise AttributeError(f"module 'hudi_streaming' has no attribute {name!r}")
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'hudi_streaming' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value  # found directly from now on
+    return value

@@ -47,6 +47,7 @@ from ..monitor.split import Split
 from ..state import PlannedSplit, StateStore, StreamState
 from .consumer import SplitRange
 from .options import ReadMode, SourceOptions
+from .packing import pack_ranges
 
 log = logging.getLogger(__name__)
 
@@ -245,9 +246,10 @@ def admit(pending: list[PlannedSplit], seq: int, rec: int, limit: BatchLimit
 
 
 def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -> list[Task]:
-    """``spark.read``: one task per file slice of a snapshot; for a range (``startingInstant``, exclusive, and
-    ``endingInstant``) one task per split of the change feed ``read_changes`` reads (``monitor.feed``), so both
-    return the same rows, in either read mode. An empty table or range still gets one (empty) task."""
+    """``spark.read``: the file slices of a snapshot; for a range (``startingInstant``, exclusive, and
+    ``endingInstant``) the splits of the change feed ``read_changes`` reads (``monitor.feed``), so both return
+    the same rows, in either read mode; packed into tasks as a stream's batch is (``packing``). An empty table or
+    range still gets one (empty) task."""
     table = HudiTable(opts.path, opts.storage or None, metadata_enable=opts.metadata_enable)
     zone = opts.timeline_zone(table.config)
     first, end = opts.positions(zone)
@@ -263,7 +265,7 @@ def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -
         mon = StreamMonitor(table, MonitorOptions())
         # no instant to merge up to (an empty table) comes with no slices
         splits = [mon.split_of(s, None, max_instant, est_rows=0) for s in slices] if max_instant is not None else []
-    ranges = [[SplitRange(s, 0, None)] for s in splits]
+    ranges = pack_ranges([[SplitRange(s, 0, None)] for s in splits], opts.packing())
     clock = batch_clock(table, splits, zone)
     return [make(r, columns, commits, clock) for r in ranges] or [make([], columns, commits, clock)]
 
@@ -557,8 +559,9 @@ class StreamDriver:
         return least is not None and not self.available_now and sum(p.split.est_rows for p in pending) - rec < least
 
     def partitions(self, start: Offset, end: Offset, make: TaskFactory) -> list[Task]:
-        """The batch ``start``..``end`` as tasks: all ranges of one file group in one task, in sequence order
-        (keeps per-key order within one task), made by ``make``."""
+        """The batch ``start``..``end`` as tasks made by ``make``: all ranges of one file group in one task, in
+        sequence order (keeps per-key order within one task), file groups packed into tasks by size
+        (``packing``)."""
         (s_seq, s_rec), (e_seq, e_rec) = self._explain(start), self._explain(end)
         if (s_seq, s_rec) == (e_seq, e_rec):
             return []
@@ -575,7 +578,8 @@ class StreamDriver:
             groups.setdefault(p.split.group, []).append(SplitRange(p.split, skip, stop))
         columns, commits = _task_inputs(self.table, self.output)
         clock = batch_clock(self.table, (r.split for rs in groups.values() for r in rs), self.zone)
-        return [make(r, columns, commits, clock) for _, r in sorted(groups.items())]
+        return [make(r, columns, commits, clock) for r in pack_ranges([r for _, r in sorted(groups.items())],
+                                                                      self.opts.packing())]
 
     def commit(self, end: Offset) -> None:
         e_seq = int(end["seq"])

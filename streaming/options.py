@@ -24,6 +24,7 @@ from ..errors import OptionError
 from ..hoodie.changes import Deletes
 from ..hoodie.config import TableConfig, is_zone
 from ..state.row_rules import RowRules
+from .packing import MAX_PARTITION_BYTES, OPEN_COST_IN_BYTES, Packing, default_parallelism
 from .storage_options import storage_options
 
 
@@ -52,6 +53,11 @@ class SourceOptions(BaseModel):
     max_splits_per_trigger: int | None = Field(default=None, alias="maxSplitsPerTrigger", gt=0)
     max_rows_per_trigger: int | None = Field(default=None, alias="maxRowsPerTrigger", gt=0)
     max_bytes_per_trigger: int | None = Field(default=None, alias="maxBytesPerTrigger", gt=0)
+    #: how a batch's file groups are packed into tasks, as Spark's spark.sql.files.* of the same names pack files
+    #: (``packing``); sizes in bytes or as Spark writes them (128m, 4MB); minPartitionNum: this machine's cores
+    max_partition_bytes: int = Field(default=MAX_PARTITION_BYTES, alias="maxPartitionBytes", gt=0)
+    open_cost_in_bytes: int = Field(default=OPEN_COST_IN_BYTES, alias="openCostInBytes", ge=0)
+    min_partition_num: int | None = Field(default=None, alias="minPartitionNum", gt=0)
     #: a batch waits until this many rows are pending (by the splits' row bounds), or maxTriggerDelay has passed
     min_rows_per_trigger: int | None = Field(default=None, alias="minRowsPerTrigger", gt=0)
     #: how long minRowsPerTrigger may hold a batch back, as Spark's Kafka source names it: 500ms, 30s, 15m, 1h
@@ -143,6 +149,22 @@ class SourceOptions(BaseModel):
         if not m:
             raise ValueError("expected a duration such as 500ms, 30s, 15m or 1h")
         return float(m.group(1)) * {"ms": 0.001, "s": 1, None: 1, "m": 60, "min": 60, "h": 3600, "d": 86400}[m.group(2)]
+
+    @field_validator("max_partition_bytes", "open_cost_in_bytes", mode="before")
+    @classmethod
+    def _byte_size(cls, v: Any) -> Any:
+        """Spark's byte strings (``JavaUtils.byteStringAs``): a number of bytes, or one with a binary unit."""
+        if not isinstance(v, str):
+            return v
+        m = re.fullmatch(r"\s*(\d+)\s*(b|kb?|mb?|gb?|tb?|pb?)?\s*", v.lower())
+        if not m:
+            raise ValueError("expected a size in bytes, or with a unit as Spark writes one: 134217728, 128m, 4MB")
+        return int(m.group(1)) << (10 * "bkmgtp".index((m.group(2) or "b")[0]))
+
+    def packing(self) -> Packing:
+        """How a batch's file groups are packed into tasks (``streaming.packing``)."""
+        return Packing(self.max_partition_bytes, self.open_cost_in_bytes,
+                       self.min_partition_num or default_parallelism())
 
     @field_validator("timeline_time_zone")
     @classmethod

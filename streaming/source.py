@@ -38,8 +38,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class FileGroupPartition(InputPartition):
-    """All ranges of one file group in a batch, in sequence order (keeps per-key order within one task), and
-    what a task needs besides the files: the columns to read (see ``read_columns``) and, on v6, the commits."""
+    """One task's ranges: those of one or more file groups, a group's all in this task in sequence order (keeps
+    per-key order within one task), groups packed by size (``packing``); and what a task needs besides the
+    files: the columns to read (see ``read_columns``) and, on v6, the commits."""
 
     ranges: list[SplitRange]
     columns: pa.Schema

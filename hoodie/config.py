@@ -176,7 +176,6 @@ class TableConfig(BaseModel):
     key_generator: str | None = None
     payload_class: str | None = None
     merge_mode: MergeMode
-    partial_update: bool = False
     #: a null field of a newer record keeps the older record's value (:data:`NULLS_KEEP_VALUES_PAYLOADS`)
     nulls_keep_values: bool = False
     #: Hudi merges the table by its 0.x payload class's rules (log records preCombined by ordering value; see
@@ -260,6 +259,7 @@ class TableConfig(BaseModel):
         layout = int(layout_text)
         timeline_path = _folder(props, "hoodie.timeline.path", "timeline", where)
         partial_mode = (props.get("hoodie.table.partial.update.mode") or "").upper()
+        _refuse_unread_merge_properties(props, partial_mode, where)
         create_schema = props.get("hoodie.table.create.schema") or None
         # the table's schema until a commit carries one: checked here so the error names this file
         problem = record_schema_problem(create_schema) if create_schema is not None else None
@@ -280,7 +280,6 @@ class TableConfig(BaseModel):
             key_generator=props.get("hoodie.table.keygenerator.type") or props.get("hoodie.table.keygenerator.class"),
             payload_class=payload,
             merge_mode=_infer_merge_mode(props, version, payload, ordering, where),
-            partial_update=payload == PARTIAL_UPDATE_PAYLOAD or partial_mode in ("FILL_UNAVAILABLE", "KEEP_VALUES"),
             legacy_merge=_legacy_merge(props, version, payload),
             nulls_keep_values=payload in NULLS_KEEP_VALUES_PAYLOADS or partial_mode == "IGNORE_DEFAULTS",
             hive_style_partitioning=_bool(props.get("hoodie.datasource.write.hive_style_partitioning"), False),
@@ -293,6 +292,27 @@ class TableConfig(BaseModel):
             else "LOCAL",
             raw=props,
         )
+
+
+#: partial update modes read as Hudi merges them: KEEP_VALUES (a partial block's missing columns keep the earlier
+#: values: IS_PARTIAL blocks) and IGNORE_DEFAULTS (a null keeps the earlier value: ``nulls_keep_values``)
+READ_PARTIAL_MODES = ("", "KEEP_VALUES", "IGNORE_DEFAULTS")
+#: table properties of a version-9 merge (RFC-97) that change which records win or count as deletes
+MERGE_PROPERTY_PREFIX = "hoodie.record.merge.property."
+
+
+def _refuse_unread_merge_properties(props: dict[str, str], partial_mode: str, where: str) -> None:
+    """A merge rule this reader does not apply would give other rows than Hudi without a word: a partial update
+    mode that fills columns from markers or defaults (FILL_UNAVAILABLE, IGNORE_MARKERS, FILL_DEFAULTS: Debezium's
+    ``__debezium_unavailable_value``), or a merge property such as a custom delete field and marker (tables AWS
+    DMS wrote, upgraded to version 9). Refused by name until read."""
+    if partial_mode not in READ_PARTIAL_MODES:
+        raise UnsupportedTableError(f"{where}: hoodie.table.partial.update.mode={partial_mode} is not supported "
+                                    f"(supported: {', '.join(m for m in READ_PARTIAL_MODES if m)})")
+    unread = sorted(k for k, v in props.items() if k.startswith(MERGE_PROPERTY_PREFIX) and v)
+    if unread:
+        raise UnsupportedTableError(f"{where}: merge property {unread[0]}={props[unread[0]]} is not supported (a "
+                                    "custom delete marker or merge rule this reader does not apply)")
 
 
 def is_zone(name: str) -> bool:

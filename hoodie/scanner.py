@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .logfile.format import BlockType, LogBlock
+from ..errors import DataLossError
+from .logfile.format import BlockType, HeaderKey, LogBlock
 from .logfile.reader import iter_blocks
 from .storage import Storage
 
@@ -105,17 +106,25 @@ def timed_steps(items: Iterator[_T], stats: ScanStats | None, phase: str) -> Ite
 
 def scan_blocks(storage: Storage, log_files: Iterable[tuple[str, int | None]], max_instant: str | None,
                 is_committed: Callable[[str], bool] | None, instant_range: InstantRange | None = None,
-                stats: ScanStats | None = None, skip_instants: frozenset[str] = frozenset()) -> list[LogBlock]:
+                stats: ScanStats | None = None, skip_instants: frozenset[str] = frozenset(),
+                skip_log_compaction: bool = False) -> list[LogBlock]:
     """The data and delete blocks to merge, oldest first.
 
     ``log_files`` are (path, size) pairs: only the first ``size`` bytes of a file are read when a size is given,
     so a v6 log file that a later write appended to reads exactly as it was planned. ``is_committed`` is the
     v6 timeline check (None on v8/v9, whose uncommitted log files were already dropped by the file-system view).
     Blocks of ``skip_instants`` are left out: the slice as it was before those instants.
+
+    ``skip_log_compaction`` leaves out the blocks a log compaction wrote (header ``COMPACTED_BLOCK_TIMES``): they
+    repeat the merged records of the blocks they name, stamped with the log compaction's own instant, so a read of
+    changes that kept them would lose the writes' commit times (and, filtered by instant, the writes themselves).
+    The blocks they repeat stay in the slice until a full compaction; one that is gone is refused by name.
     """
     stats = stats if stats is not None else ScanStats()
     t0 = time.perf_counter()
     queue: list[LogBlock] = []
+    seen: set[str] = set()  # instants of every data and delete block met, counted or not
+    compacted: dict[str, tuple[str, list[str]]] = {}  # log compaction instant -> (its file, the instants it repeats)
     for path, size in log_files:
         data = storage.read_bytes(path, size=size or None)  # shorter than planned: retried, then an error
         for block in iter_blocks(data[:size] if size else data, path):
@@ -133,11 +142,24 @@ def scan_blocks(storage: Storage, log_files: Iterable[tuple[str, int | None]], m
             if block.type is BlockType.CDC_DATA:
                 continue
             instant = block.instant_time
+            if instant is not None:
+                seen.add(instant)
+            repeats = block.header.get(HeaderKey.COMPACTED_BLOCK_TIMES)
+            if skip_log_compaction and repeats and instant is not None:
+                compacted[instant] = (path, repeats.split(","))
+                stats.skipped_blocks += 1
+                continue
             if instant is None or (max_instant is not None and instant > max_instant) \
                     or (is_committed is not None and not is_committed(instant)) \
                     or (instant_range is not None and instant not in instant_range) or instant in skip_instants:
                 stats.skipped_blocks += 1
                 continue
             queue.append(block)
+    for instant, (path, repeats) in compacted.items():
+        missing = sorted(set(repeats) - seen)
+        if missing:
+            raise DataLossError(f"{storage.url}/{path}: the log compaction {instant} repeats blocks of instants "
+                                f"{', '.join(missing)} that are no longer in the file slice; their changes are known "
+                                "only under the log compaction's instant")
     stats.log_scan_seconds += time.perf_counter() - t0
     return [b for b in queue if b.type is not BlockType.CORRUPT]

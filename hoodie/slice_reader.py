@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import InvalidTableContentError
 from .base_file import open_base_file
 from .config import OVERWRITE_WITH_LATEST, TableConfig
 from .fs_view import FileSlice
@@ -152,6 +153,50 @@ def decodes_whole_log(config: TableConfig) -> bool:
 
 def slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None, with_deletes: bool = False,
                  with_before: bool = False) -> Iterator[Piece]:
+    """:func:`_slice_pieces`, with the partition columns filled from the slice's partition path on a table whose
+    writer dropped them from its data files (``hoodie.datasource.write.drop.partition.columns``), as Hudi's
+    readers fill them."""
+    pieces = _slice_pieces(req, fs, stats, with_deletes, with_before)
+    fill = _partition_fill(req, fs)
+    if fill is None:
+        return pieces
+    return (Piece(fill(p.rows), None if p.deleted is None else fill(p.deleted),
+                  None if p.before is None else fill(p.before)) for p in pieces)
+
+
+#: the value Hudi's key generators write for a null or empty partition field
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+def _partition_fill(req: SliceRead, fs: FileSlice) -> Callable[[pa.Table], pa.Table] | None:
+    """A function that sets the read's partition columns to the values of ``fs``'s partition path, or None when
+    the table keeps its partition columns in its data files (or none is read)."""
+    table = req.table
+    if not table.config.drop_partition_columns:
+        return None
+    values = {}
+    for name, text in table.partition_values(fs.partition).items():
+        if name not in req.schema.names:
+            continue
+        ftype = req.schema.field(name).type
+        try:
+            values[name] = pa.scalar(None if text == HIVE_DEFAULT_PARTITION else text, pa.string()).cast(ftype)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise InvalidTableContentError(f"{table.url}: partition path {fs.partition!r}: value {text!r} of the "
+                                           f"dropped partition column {name} is not a {ftype} ({exc})") from exc
+    if not values:
+        return None
+
+    def fill(t: pa.Table) -> pa.Table:
+        for name, value in values.items():
+            t = t.set_column(t.schema.get_field_index(name), t.schema.field(name),
+                             pa.repeat(value, t.num_rows))
+        return t
+    return fill
+
+
+def _slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None, with_deletes: bool,
+                  with_before: bool) -> Iterator[Piece]:
     """A slice read a piece at a time: one piece per :data:`PIECE_ROWS` base rows (file order), then one for
     the log records no base row consumed. Concatenated, the pieces are the slice's rows in its fixed order.
 
@@ -184,8 +229,11 @@ def slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None, 
                               "base_wait_seconds") if fs.base_file is not None else iter(())
     cfg = req.table.config
     is_committed = req.table.is_committed if cfg.version < 8 else None
+    # a read of an instant range leaves log compactions' blocks out: their records carry the log compaction's
+    # instant, not the write's (the blocks they repeat are read instead)
     blocks = scan_blocks(req.table.storage, [(lf.path, lf.size) for lf in fs.log_files], req.max_instant,
-                         is_committed, None if whole_log else req.instant_range, stats, req.without_instants)
+                         is_committed, None if whole_log else req.instant_range, stats, req.without_instants,
+                         skip_log_compaction=req.instant_range is not None)
     with timed(stats, "log_records_seconds"):
         log = _log_records(req, blocks, stats)
     del blocks  # the log files' bytes: what the read needs of them is decoded now

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import json
 import posixpath
+import urllib.parse
 
 import pyarrow as pa
 
+from ..errors import InvalidTableContentError
 from .config import TableConfig, load_table_config
 from .fs_view import FileSystemView, list_data_files
 from .logfile.avro_arrow import arrow_schema_from_avro
@@ -88,6 +90,11 @@ class HudiTable:
         avro = self.avro_schema(as_of)
         data = arrow_schema_from_avro(avro) if avro else pa.schema([])
         fields = [f for f in data if f.name not in META_COLUMNS]
+        if self.config.drop_partition_columns:
+            # the data files lack the partition columns; readers fill them from the partition path, as strings
+            # where the writer's schema left them out too (Hudi's TableSchemaResolver appends them so)
+            names = {f.name for f in fields}
+            fields += [pa.field(c, pa.string()) for c in self.config.partition_fields if c not in names]
         if self.config.populate_meta_fields:
             fields = [pa.field(c, pa.string()) for c in META_COLUMNS] + fields
         return pa.schema(fields)
@@ -147,10 +154,27 @@ class HudiTable:
         return FileSystemView(self.config, self.timeline, files)
 
     def partition_values(self, partition_path: str) -> dict[str, str]:
-        """Partition path → {field: value} (hive style ``f=v`` or plain values in field order)."""
-        if not partition_path or not self.config.partition_fields:
+        """Partition path → {field: value} (hive style ``f=v`` or plain values in field order; URL-decoded where the
+        writer encoded them).
+
+        A path with more levels than partition fields, on a table of one partition field, is one value that spans
+        them (a timestamp key generator's ``yyyy/MM/dd``, Hudi 1.2's slash-separated date partitioning): the value
+        is the whole path, as the writer formatted it. Any other mismatch is refused by name: silently pairing
+        fields with the wrong levels would filter or fill the wrong values."""
+        fields = self.config.partition_fields
+        if not partition_path or not fields:
             return {}
         parts = partition_path.split("/")
         if self.config.hive_style_partitioning or all("=" in p for p in parts):
-            return dict(p.split("=", 1) for p in parts if "=" in p)
-        return dict(zip(self.config.partition_fields, parts))
+            values = dict(p.split("=", 1) for p in parts if "=" in p)
+        elif len(parts) == len(fields):
+            values = dict(zip(fields, parts))
+        elif len(fields) == 1:
+            values = {fields[0]: partition_path}
+        else:
+            raise InvalidTableContentError(
+                f"{self.url}: partition path {partition_path!r} has {len(parts)} levels for the {len(fields)} "
+                f"partition fields {', '.join(fields)}")
+        if self.config.url_encode_partitions:
+            values = {k: urllib.parse.unquote(v) for k, v in values.items()}
+        return values

@@ -256,8 +256,10 @@ class StreamMonitor:
         ref = self.options.reference_schema
         if ref is None:
             return
+        cfg = self.table.config
         allowed = check_instant_schema(ref, schema_json, e.requested_time, self.table.url,
-                                       self.options.allow_schema_changes, self.options.projected)
+                                       self.options.allow_schema_changes, self.options.projected,
+                                       frozenset(cfg.partition_fields) if cfg.drop_partition_columns else frozenset())
         if allowed and e.requested_time not in self._schema_logged:
             self._schema_logged.add(e.requested_time)
             log.warning("%s: instant %s changes the schema compatibly (%s); delivering the stream's columns",

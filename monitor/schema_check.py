@@ -39,17 +39,20 @@ def _data_fields(schema_json: str) -> dict[str, pa.DataType]:
     return {f.name: f.type for f in schema if f.name not in META_COLUMNS}
 
 
-def schema_changes(reference: pa.Schema, schema_json: str, projected: bool = False) -> tuple[list[str], list[str]]:
+def schema_changes(reference: pa.Schema, schema_json: str, projected: bool = False,
+                   from_path: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
     """(compatible, incompatible) differences of an instant's writer schema from the stream's schema. A stream
-    that reads a projection (``projected``) reads only its columns: a column added to the table is none of them."""
+    that reads a projection (``projected``) reads only its columns: a column added to the table is none of them.
+    Columns ``from_path`` (partition columns the writer drops from its files, filled from the partition path)
+    are never missing from a writer schema that leaves them out."""
     new = _data_fields(schema_json)
     old = {f.name: f.type for f in reference if f.name not in META_COLUMNS and f.name not in FEED_COLUMNS}
     compatible: list[str] = []
     incompatible: list[str] = []
     for name, t in old.items():
-        if name not in new:
+        if name not in new and name not in from_path:
             incompatible.append(f"column {name} was dropped")
-        elif new[name] != t:
+        elif name in new and new[name] != t:
             (compatible if _widens(t, new[name]) else incompatible).append(f"column {name}: {t} -> {new[name]}")
     if not projected:
         compatible += [f"column {name} ({t}) was added" for name, t in new.items() if name not in old]
@@ -57,11 +60,12 @@ def schema_changes(reference: pa.Schema, schema_json: str, projected: bool = Fal
 
 
 def check_instant_schema(reference: pa.Schema, schema_json: str | None, instant: str, table_url: str,
-                         allow_compatible: bool, projected: bool = False) -> list[str]:
+                         allow_compatible: bool, projected: bool = False,
+                         from_path: frozenset[str] = frozenset()) -> list[str]:
     """Raise :class:`SchemaChangeError` unless the instant's schema can be delivered; return what was allowed."""
     if not schema_json:
         return []
-    compatible, incompatible = schema_changes(reference, schema_json, projected)
+    compatible, incompatible = schema_changes(reference, schema_json, projected, from_path)
     if incompatible or (compatible and not allow_compatible):
         changes = "; ".join(incompatible + compatible)
         hint = ("restart the query to read with the new schema" if incompatible else

@@ -67,6 +67,13 @@ def test_v9_strategy_and_ordering_fields():
     ("hoodie.table.base.file.format=HFILE\n", "hoodie.table.base.file.format=HFILE"),
     ("hoodie.record.merge.mode=CUSTOM\n", "hoodie.record.merge.mode=CUSTOM"),
     ("hoodie.bootstrap.base.path=/x\n", "hoodie.bootstrap.base.path"),
+    # v9 merge rules (RFC-97) this reader does not apply: refused rather than read with other rows than Hudi's
+    ("hoodie.table.partial.update.mode=FILL_UNAVAILABLE\n", "hoodie.table.partial.update.mode=FILL_UNAVAILABLE"),
+    ("hoodie.table.partial.update.mode=IGNORE_MARKERS\n", "hoodie.table.partial.update.mode=IGNORE_MARKERS"),
+    ("hoodie.table.partial.update.mode=FILL_DEFAULTS\n", "hoodie.table.partial.update.mode=FILL_DEFAULTS"),
+    ("hoodie.record.merge.property.hoodie.payload.delete.field=Op\n"
+     "hoodie.record.merge.property.hoodie.payload.delete.marker=D\n",
+     "merge property hoodie.record.merge.property.hoodie.payload.delete.field=Op"),
 ])
 def test_unsupported_features_name_table_and_property(extra, needle):
     s = _write(f"memory://cfg-unsup-{abs(hash(extra))}", BASE.format(v=9) + extra)

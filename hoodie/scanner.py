@@ -155,8 +155,8 @@ def scan_blocks(storage: Storage, log_files: Iterable[tuple[str, int | None]], m
                 stats.skipped_blocks += 1
                 continue
             queue.append(block)
-    for instant, (path, repeats) in compacted.items():
-        missing = sorted(set(repeats) - seen)
+    for instant, (path, repeated) in compacted.items():
+        missing = sorted(set(repeated) - seen)
         if missing:
             raise DataLossError(f"{storage.url}/{path}: the log compaction {instant} repeats blocks of instants "
                                 f"{', '.join(missing)} that are no longer in the file slice; their changes are known "

@@ -1,9 +1,10 @@
 """Filters pushed into reads: one small model of predicates, what it can skip, and what it leaves to the rows.
 
 Readers get predicates in three shapes: pyarrow's DNF (``[[("col", "=", v), ...], ...]``, what ``read_table`` and
-``read_changes`` take after pyarrow and delta-rs), a ``pyarrow.compute.Expression`` (rows only: pyarrow has no
-public way to look inside one) and Spark's pushed filters (``streaming.source``). All become one :data:`Filter`
-tree, which decides two things without reading a row:
+``read_changes`` take after pyarrow and delta-rs), a ``pyarrow.compute.Expression`` (read from its text where it
+has the forms DNF and plain comparisons make; pyarrow has no other public view of one) and Spark's pushed
+filters (``streaming.source``). All become one :data:`Filter` tree, which decides two things without reading a
+row:
 
 * **partition pruning** (:class:`PartitionPruner`): whether a partition may hold a matching row, from its path's
   values; exact for ``=``, ``IN``, ranges, ``IS NULL`` (Hudi writes a null or empty value as
@@ -21,6 +22,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
@@ -328,8 +330,8 @@ FilterArg = Union[DNF, pc.Expression]
 
 @dataclass(frozen=True)
 class PushedFilters:
-    """A reader's ``filters=`` argument: the model (None when it cannot be read, as for an Expression), and the
-    expression that filters the rows."""
+    """A reader's ``filters=`` argument: the model (None for an Expression it cannot read), and the expression
+    that filters the rows."""
 
     model: Filter | None
     expression: pc.Expression
@@ -359,15 +361,126 @@ def from_dnf(filters: DNF, where: str) -> Filter:
     return And(tuple(_dnf_leaf(f, where) for f in filters))
 
 
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_LITERAL = r'-?\d+(?:\.\d+)?|"[^"\\]*"|true|false'
+_EXPR_TOKEN = re.compile(rf"\s*(is_in\(|is_null\(|is_valid\(|invert\(|\(|\)|==|!=|<=|>=|<|>|\band\b|\bor\b|"
+                         rf"{_LITERAL}|{_NAME}|, \{{nan_is_null=false\}}|, \{{value_set=\w+:\[|\], "
+                         rf"null_matching_behavior=MATCH\}}|,)")
+_EXPR_OPS = {"==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def _literal(token: str) -> Any:
+    if token in ("true", "false"):
+        return token == "true"
+    if token.startswith('"'):
+        return token[1:-1]
+    return float(token) if "." in token else int(token)
+
+
+def _expression_model(expr: pc.Expression) -> Filter | None:
+    """The model of an Expression in the forms pyarrow's DNF and plain comparisons make (field op literal,
+    ``and``, ``or``, ``invert``, ``is_in``, ``is_null``, ``is_valid``), read from its text, which is pyarrow's
+    only public view of it. The reading is trusted only when the model, made into an Expression again, equals
+    ``expr`` (literal types included); otherwise None, and the Expression filters rows without pruning."""
+    tokens, pos, text = [], 0, str(expr)
+    while pos < len(text):
+        m = _EXPR_TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            return None
+        tokens.append(m.group(1))
+        pos = m.end()
+    at = 0
+
+    def take(*expected: str) -> str:
+        nonlocal at
+        if at >= len(tokens) or (expected and tokens[at] not in expected):
+            raise ValueError(text)
+        at += 1
+        return tokens[at - 1]
+
+    def name() -> str:
+        token = take()
+        if not re.fullmatch(_NAME, token) or token in ("and", "or", "true", "false"):
+            raise ValueError(text)
+        return token
+
+    def value() -> Any:
+        token = take()
+        return None if token == "null" else _literal(token)
+
+    def node() -> Filter:
+        head = take()
+        if head == "invert(":
+            inner = node()
+            take(")")
+            return Not(inner)
+        if head in ("is_null(", "is_valid("):
+            column = name()
+            take(", {nan_is_null=false}" if head == "is_null(" else ")")
+            if head == "is_null(":
+                take(")")
+            return Compare(column, "is_null" if head == "is_null(" else "not_null")
+        if head == "is_in(":
+            column = name()
+            if not tokens[at].startswith(", {value_set="):
+                raise ValueError(text)
+            take()
+            values = [value()]
+            while tokens[at] == ",":
+                take(",")
+                values.append(value())
+            take("], null_matching_behavior=MATCH}")
+            take(")")
+            return Compare(column, "in", tuple(values))
+        if head != "(":
+            raise ValueError(text)
+        if tokens[at] in ("(", "invert(", "is_in(", "is_null(", "is_valid("):
+            left = node()
+            op = take("and", "or")
+            right = node()
+            take(")")
+            return And((left, right)) if op == "and" else Or((left, right))
+        column = name()
+        op = take(*_EXPR_OPS)
+        literal = _literal(take())
+        take(")")
+        return Compare(column, _EXPR_OPS[op], literal)
+
+    try:
+        model = node()
+        if at != len(tokens):
+            return None
+        return model if _to_expression(model).equals(expr) else None
+    except (ValueError, IndexError, pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+
+
+def _to_expression(f: Filter) -> pc.Expression:
+    if isinstance(f, Not):
+        return ~_to_expression(f.part)
+    if isinstance(f, (And, Or)):
+        left, right = (_to_expression(p) for p in f.parts)
+        return left & right if isinstance(f, And) else left | right
+    column = pc.field(f.column)
+    if f.op == "is_null":
+        return column.is_null()
+    if f.op == "not_null":
+        return column.is_valid()
+    if f.op == "in":
+        return column.isin(list(f.value))
+    return {"=": column == f.value, "!=": column != f.value, "<": column < f.value, "<=": column <= f.value,
+            ">": column > f.value, ">=": column >= f.value}[f.op]
+
+
 def pushed_filters(filters: FilterArg, schema: pa.Schema, where: str) -> PushedFilters:
     """Read a ``filters=`` argument against the rows' schema: unknown columns are refused by name."""
-    if isinstance(filters, pc.Expression):
-        return PushedFilters(None, filters)
-    model = from_dnf(filters, where)
-    unknown = sorted(columns_of(model) - set(schema.names))
+    model = _expression_model(filters) if isinstance(filters, pc.Expression) else from_dnf(filters, where)
+    unknown = sorted(columns_of(model) - set(schema.names)) if model is not None else []
     if unknown:
         raise OptionError(f"{where}: filters name {', '.join(unknown)}, not a column of the table (its columns: "
                           f"{', '.join(schema.names)})")
+    if isinstance(filters, pc.Expression):
+        return PushedFilters(model, filters)
     try:
         import pyarrow.parquet as pq  # here: the schema and planning workers need no parquet reader
 

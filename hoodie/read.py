@@ -14,7 +14,7 @@ from typing import Literal
 
 import pyarrow as pa
 
-from ..errors import DataLossError, OptionError, UnsupportedTableError
+from ..errors import DataLossError, OptionError
 from .filters import Filter, FilterArg, PartitionPruner, columns_of, filter_rows, pushed_filters
 from .fs_view import FileSlice, parse_base_file, parse_log_file
 from .scanner import InstantRange
@@ -131,9 +131,6 @@ def plan_slices(table: HudiTable, *, as_of: str | None = None, start: str | None
         max_instant = as_of or table.timeline.latest_write_time()
         rng = None
     else:
-        if not table.config.populate_meta_fields:
-            raise UnsupportedTableError(f"{table.url}: incremental reads need the _hoodie_commit_time column, and "
-                                        "this table has hoodie.populate.meta.fields=false (Hudi refuses them too)")
         instants = incremental_instants(table, start, end)
         if not instants:
             return [], None, None
@@ -174,7 +171,7 @@ def read_table(url: str, *, columns: list[str] | None = None, as_of: str | None 
             tuples, their AND, or a list of such lists, the OR of those ANDs; ops ``=``, ``==``, ``!=``, ``<``,
             ``<=``, ``>``, ``>=``, ``in``, ``not in``) or a ``pyarrow.compute.Expression``. The rows returned are
             those that match (a null outcome drops the row, as pyarrow's ``Table.filter``); partitions whose values
-            rule out every match are not read at all (DNF only: an Expression's structure is not readable).
+            rule out every match are not read at all (for an Expression, where ``hoodie.filters`` can read it).
         storage_options: fsspec options for the table's store (credentials, endpoint, ...).
         merge_type: ``"payload_combine"`` merges each record's versions by the table's merge rules (Hudi's
             default); ``"skip_merge"`` returns each file slice's base rows and then its log records (deletes left
@@ -213,7 +210,12 @@ def read_table(url: str, *, columns: list[str] | None = None, as_of: str | None 
 
 
 def read_schema(table: HudiTable, full: pa.Schema, columns: list[str] | None, incremental: bool) -> pa.Schema:
-    """Requested columns plus what merging needs (keys, ordering, delete marker, commit time)."""
+    """Requested columns plus what merging needs (keys, ordering, delete marker, commit time).
+
+    A table without meta fields has no ``_hoodie_commit_time``: an incremental read still reads one, which the
+    slice reader fills with the instant of the file or log block that holds each row (:func:`commit_times`)."""
+    if incremental and COMMIT_TIME not in full.names:
+        full = pa.schema([pa.field(COMMIT_TIME, pa.string()), *full])
     if columns is None:
         return full
     cfg = table.config

@@ -14,7 +14,7 @@ from typing import Literal
 
 import pyarrow as pa
 
-from ..errors import HudiStreamingError, OptionError, UnsupportedTableError
+from ..errors import HudiStreamingError, OptionError
 from ..hoodie.changes import Deletes, change_pieces, commit_clock, output_schema, read_columns
 from ..hoodie.config import is_zone
 from ..hoodie.filters import Filter, FilterArg, PartitionPruner, filter_rows, pushed_filters
@@ -28,14 +28,6 @@ DeletesArg = Literal["emit", "ignore", "fail"]
 Partitions = Mapping[str, "str | list[str]"]
 
 
-def require_meta_fields(table: HudiTable) -> None:
-    """A change feed finds each commit's rows by ``_hoodie_commit_time``: a table without meta fields has none."""
-    if not table.config.populate_meta_fields:
-        raise UnsupportedTableError(f"{table.url}: a change feed finds each commit's rows by _hoodie_commit_time, "
-                                    "and this table has hoodie.populate.meta.fields=false (Hudi's incremental and "
-                                    "streaming reads refuse it too); read its snapshot (read_table, spark.read)")
-
-
 class ChangeFeed:
     """A table's change feed, round by round as a stream plans it, without a state of its own: where it stands
     (the cursor and the writes it has accounted for, so a write that becomes visible late is still read) lives
@@ -46,7 +38,6 @@ class ChangeFeed:
                  carryovers: frozenset[str] | None = None, filters: Filter | None = None):
         """``filters`` leaves out the splits of partitions that cannot hold a matching row (their rows are not
         filtered here)."""
-        require_meta_fields(table)
         self.table = table
         #: the zone the table's instant times are read in (``TableConfig.timeline_zone`` when None)
         self.zone = zone or table.config.timeline_zone
@@ -151,7 +142,7 @@ def read_changes(url: str, start: str | None = None, end: str | None = None, *, 
         partition_filter: partition field → the value or values to read.
         filters: the rows to return, in ``read_table``'s forms (pyarrow DNF or Expression), on the returned
             columns: the rows that match, as pyarrow filters them; partitions that cannot hold a match are not
-            read (DNF only). A pre-image and its post-image are filtered each on its own values, as a query's
+            read. A pre-image and its post-image are filtered each on its own values, as a query's
             WHERE on the change feed filters them.
         drop_carryovers: leave out updates whose values equal the key's earlier values in every returned column
             but the ``_hoodie_*`` meta columns and ``carryover_ignore_columns`` (a writer that rewrote a record

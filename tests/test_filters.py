@@ -20,10 +20,12 @@ from hudi_streaming.hoodie.filters import (
     And,
     ColumnStats,
     Compare,
+    Not,
     Or,
     PartitionPruner,
     from_dnf,
     negate,
+    pushed_filters,
     stats_may_match,
     value_partition_columns,
 )
@@ -81,12 +83,15 @@ def test_filtered_reads_equal_the_read_then_filtered(name, tmp_path):
         assert expected.num_rows == 0 or planned > 0
     # pruning happens exactly where the partition path holds the column's value
     assert pruned_any == bool(value_partition_columns(table))
-    # an Expression filters the rows, and a projection still returns only the columns asked for
-    data = predicates(table, everything)[-1]
-    expr = pq.filters_to_expression(data)
+    # an Expression filters the rows and prunes as its DNF does; a projection returns only the columns asked for
+    dnf = predicates(table, everything)[0]
+    expr = pq.filters_to_expression(dnf)
     got = hoodie.read_table(url, filters=expr, columns=["id"])
     assert got.schema.names == ["id"]
     assert rows_of(got) == rows_of(everything.filter(expr).select(["id"]))
+    model = pushed_filters(expr, everything.schema, "test").model
+    assert model is not None
+    assert len(plan_slices(table, filters=model)[0]) == len(plan_slices(table, filters=from_dnf(dnf, "test"))[0])
 
 
 @pytest.mark.parametrize("name", [n for n in WRITTEN if "part" in n or n.endswith("_basic")])
@@ -202,3 +207,17 @@ def test_files_skipped_only_when_their_stats_rule_out_every_row():
     assert not stats_may_match(Compare("x", "!=", 7), {"x": ColumnStats(7, 7, 0, 3)})
     # no stats, or stats of another type, decide nothing
     assert may(Compare("y", "=", 1)) and may(Compare("x", "=", "15"))
+
+
+def test_an_expression_is_read_only_where_its_reading_is_exact():
+    schema = pa.schema([("a", pa.int64()), ("s", pa.string()), ("d", pa.date32())])
+    model = lambda e: pushed_filters(e, schema, "test").model  # noqa: E731
+    assert model((pc.field("a") > 3) & ~pc.field("s").isin(["x", "y"]) | pc.field("d").is_null()) == Or((
+        And((Compare("a", ">", 3), Not(Compare("s", "in", ("x", "y"))))), Compare("d", "is_null")))
+    assert model(pc.field("s") == "x y") == Compare("s", "=", "x y")
+    # a literal whose text does not say its type (3.0 prints as 3), a date, a quote: not read, rows filtered only
+    assert model(pc.field("a") != 3.0) is None
+    assert model(pc.field("d") == datetime.date(2024, 1, 1)) is None
+    assert model(pc.field("s") == 'q"z') is None
+    with pytest.raises(OptionError, match="nope"):
+        pushed_filters(pc.field("nope") == 1, schema, "test")

@@ -31,7 +31,8 @@ from ..hoodie.read import planned_metadata
 from ..hoodie.storage import FileInfo
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import Action, TimelineEntry
-from .row_bounds import file_rows, row_bound, slice_rows
+from ..hoodie.timeline.metadata import WriteStat
+from .row_bounds import file_rows, row_bound, slice_bound, slice_rows
 from .schema_check import check_instant_schema
 from .split import LogRef, PriorSlice, Split
 
@@ -188,10 +189,8 @@ class StreamMonitor:
         last = done[-1]
         view = self.table.file_system_view()
         slices = [s for s in view.latest_merged_slices(last.requested_time) if self._keep(s.partition)]
-        with ThreadPoolExecutor(_FOOTER_READERS) as pool:  # a footer and the logs per slice: I/O bound
-            bounds = list(pool.map(functools.partial(slice_rows, self.table.storage), slices))
         splits = [self.split_of(s, None, max(e.requested_time for e in done), est_rows=rows)
-                  for s, rows in zip(slices, bounds)]
+                  for s, rows in zip(slices, self._slice_bounds(slices))]
         return Plan(cursor=self.cursor_of(last), splits=splits, instants=done, snapshot=True, blocked_by=blocked)
 
     def plan_next(self, cursor: Cursor | None, max_instants: int | None = None, *,
@@ -239,10 +238,10 @@ class StreamMonitor:
                         read = prior.base_size + sum(lf.size for lf in prior.logs)
                         split = split.model_copy(update={"prior": prior, "est_bytes": split.est_bytes + read})
                 splits.append(split)
-            for (part, file_id), by in sorted(replaced.items()):
-                gone = view.merged_slice_of(part, file_id, by)
-                if gone is not None:
-                    splits.append(self.split_of(gone, None, by, est_rows=None).model_copy(update={"replaced_by": by}))
+            gone = [(view.merged_slice_of(part, file_id, by), by) for (part, file_id), by in sorted(replaced.items())]
+            kept = [(s, by) for s, by in gone if s is not None]
+            for (s, by), rows in zip(kept, self._slice_bounds([s for s, _ in kept])):
+                splits.append(self.split_of(s, None, by, est_rows=rows).model_copy(update={"replaced_by": by}))
             lost = sorted(set(touched) - found)
             if lost:
                 raise DataLossError(f"{self.table.url}: file groups {lost[:3]} written by instants "
@@ -374,10 +373,38 @@ class StreamMonitor:
                           logs=[LogRef(path=lf.path, size=lf.size) for lf in prior.log_files],
                           max_instant=written[i - 1])
 
-    def split_of(self, s: FileSlice, instants: list[str] | None, max_instant: str, est_rows: int | None) -> Split:
-        """The split of file slice ``s``; ``est_rows`` None: every row of the slice (:func:`slice_rows`)."""
-        if est_rows is None:
-            est_rows = slice_rows(self.table.storage, s)
+    def _slice_bounds(self, slices: list[FileSlice]) -> list[int]:
+        """Upper bounds of the rows each whole file slice yields: from the write stats of the completed writes
+        that wrote their files (:func:`slice_bound`; commit metadata, read once per instant), and only for a slice
+        they cannot bound from its files (:func:`slice_rows`), those slices' files read in parallel.
+
+        Every split's bound is recorded when it is planned (the state keeps an ``est_rows`` for each), and must
+        hold for whatever row limit a later run of the query sets (``maxRowsPerTrigger`` may change at a
+        restart), so a slice that the stats cannot bound is read now, row limit or not."""
+        tl = self.table.timeline
+        first = tl.active.first_write_time()
+        instants = {f.instant for s in slices for f in ([s.base_file] if s.base_file else []) + s.log_files}
+        relevant = [t for t in instants if first is not None and t >= first]
+        written: dict[str, list[WriteStat]] = {}
+        if relevant:
+            oldest = min(relevant)
+            times = [e.requested_time for e in tl.completed_writes() if e.requested_time >= oldest]
+            with ThreadPoolExecutor(_FOOTER_READERS) as pool:  # one metadata file per instant: I/O bound
+                for md in pool.map(tl.commit_metadata, times):
+                    for st in md.write_stats():
+                        if st.file_name:
+                            written.setdefault(st.file_name, []).append(st)
+        bounds = [slice_bound(s, written, first) for s in slices]
+        unknown = [i for i, b in enumerate(bounds) if b is None]
+        read: dict[int, int] = {}
+        if unknown:
+            with ThreadPoolExecutor(_FOOTER_READERS) as pool:  # a footer and the logs per slice: I/O bound
+                read = dict(zip(unknown, pool.map(functools.partial(slice_rows, self.table.storage),
+                                                  [slices[i] for i in unknown])))
+        return [read[i] if b is None else b for i, b in enumerate(bounds)]
+
+    def split_of(self, s: FileSlice, instants: list[str] | None, max_instant: str, est_rows: int) -> Split:
+        """The split of file slice ``s``, its rows bounded by ``est_rows``."""
         return Split(partition=s.partition, file_id=s.file_id, base_instant=s.base_instant,
                      base_path=s.base_file.path if s.base_file else None,
                      base_size=s.base_file.size if s.base_file else 0,
@@ -385,5 +412,5 @@ class StreamMonitor:
                      instants=instants, max_instant=max_instant, est_rows=est_rows, est_bytes=s.size)
 
 
-#: threads reading footers and log files to bound a snapshot's splits
+#: threads reading commit metadata, or footers and log files, to bound whole file slices
 _FOOTER_READERS = 8

@@ -1,14 +1,16 @@
 """Upper bounds of the rows a split yields, which the driver's row limit relies on (``streaming.driver.admit``).
 
 An incremental split is bounded from the write stats of its range (:func:`row_bound`), a whole file slice (a
-snapshot split, or every row of a replaced file group as a delete) from its files (:func:`slice_rows`): its
-base file's footer row count plus every record of its log files.
+snapshot split, or every row of a replaced file group as a delete) from the write stats of the instants that
+wrote its files (:func:`slice_bound`), or where they cannot tell from its files (:func:`slice_rows`): its base
+file's footer row count plus every record of its log files. Stats first: a task reads the files anyway, and
+the driver reading them too, footer by footer and log by log, cost a wide table minutes before its first batch.
 """
 from __future__ import annotations
 
 import posixpath
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -20,7 +22,30 @@ from ..hoodie.logfile.reader import read_log_file
 from ..hoodie.storage import Storage
 from ..hoodie.timeline.metadata import WriteStat
 
-__all__ = ["file_rows", "row_bound", "slice_rows"]
+__all__ = ["file_rows", "row_bound", "slice_bound", "slice_rows"]
+
+
+def slice_bound(s: FileSlice, written: Mapping[str, Sequence[WriteStat]], first_active: str | None) -> int | None:
+    """An upper bound of the rows a whole file slice yields (as :func:`slice_rows` bounds them), from write stats
+    alone, or None when they cannot give one.
+
+    ``written``: file name → the stats naming it, from every completed write of the active timeline from the
+    slice's files' instants on (``first_active``: its first write; a file's writers are its own instant, or on
+    v6 for a log file the slice's base instant, and later ones). A base file holds the records its stat wrote
+    (``numWrites``, every record of the file, as Hudi's create and merge handles count them); a log file the
+    data and delete records of every completed append to it. A file of an archived instant (some writers may
+    be archived too), or one no stat names or whose stats count nothing (a writer that leaves the counters out),
+    gives none. Appends of failed writes are in no completed stat, and their blocks yield no rows."""
+    total = 0
+    files = [(s.base_file.path, s.base_file.instant, True)] if s.base_file else []
+    files += [(lf.path, lf.instant, False) for lf in s.log_files]
+    for path, instant, base in files:
+        stats = written.get(posixpath.basename(path))
+        if first_active is None or instant < first_active or not stats or \
+                all(st.num_writes + st.num_deletes == 0 for st in stats):
+            return None
+        total += sum(st.num_writes + (0 if base else st.num_deletes) for st in stats)
+    return total
 
 
 def slice_rows(storage: Storage, s: FileSlice) -> int:

@@ -1,0 +1,148 @@
+"""The driver bounds a snapshot's rows from commit metadata, reading no data file a task reads (issue 25.2).
+
+Every split records an upper bound of its rows (``est_rows``; the row limits rely on it). A whole file slice's
+bound comes from the write stats of the commits that wrote its files; its footer and logs are read only where
+those cannot tell (a file of an archived commit, or one no stat counts).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from conftest import fixture_names
+from stream_sim import make_reader
+
+from hudi_streaming.hoodie.changes import Deletes, output_schema, read_columns, slice_changes
+from hudi_streaming.hoodie.storage import Storage
+from hudi_streaming.hoodie.table import HudiTable
+from hudi_streaming.monitor.monitor import MonitorOptions, StreamMonitor
+from hudi_streaming.monitor.row_bounds import slice_rows
+from hudi_streaming.streaming.driver import BatchLimit
+
+SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("part", pa.string())])
+
+
+@contextlib.contextmanager
+def data_reads(monkeypatch, table: str):
+    """The data files of ``table`` (outside ``.hoodie/``) read while inside, as paths under the table."""
+    root = str(Path(table).resolve())
+    opened: list[str] = []
+    for name in ("read_bytes", "open", "parquet_file", "input_file"):
+        original = getattr(Storage, name)
+
+        def counting(self, rel, *args, _original=original, **kwargs):
+            full = str(Path(self.full(rel)).resolve())
+            if full.startswith(root + "/") and "/.hoodie/" not in full + "/":
+                opened.append(full[len(root) + 1:])
+            return _original(self, rel, *args, **kwargs)
+        monkeypatch.setattr(Storage, name, counting)
+    yield opened
+    monkeypatch.undo()
+
+
+def _rows(keys, ts: int, partitions: int = 4) -> pa.Table:
+    return pa.table({"id": [f"k{k:04d}" for k in keys], "ts": np.full(len(keys), ts),
+                     "part": [f"p{k % partitions}" for k in keys]}, schema=SCHEMA)
+
+
+def _written(path: str, version: int, table_type: str = "MERGE_ON_READ"):
+    from hudi_streaming.writer import create_table
+
+    w = create_table(path, "bounds", SCHEMA, record_key="id", partition_fields="part", ordering_field="ts",
+                     version=version, table_type=table_type)
+    w.insert(_rows(range(40), 1))
+    w.upsert(_rows(range(0, 40, 3), 2))  # updates in log files (MOR)
+    w.delete(_rows(range(1, 40, 5), 3).select(["id", "part"]))
+    w.upsert(_rows(range(40, 48), 4))  # inserts: into logs or small base files
+    return w
+
+
+@pytest.mark.parametrize("version, table_type", [(9, "MERGE_ON_READ"), (6, "MERGE_ON_READ"), (9, "COPY_ON_WRITE")])
+def test_a_snapshot_plan_without_a_row_limit_opens_no_data_file(version, table_type, tmp_path, monkeypatch):
+    table = str(tmp_path / "t")
+    _written(table, version, table_type)
+    reader = make_reader(table, str(tmp_path / "state"))
+    with data_reads(monkeypatch, table) as opened:
+        end = reader.driver.latest_offset(reader.initialOffset(), BatchLimit())  # plans the snapshot, admits it
+        splits = [p.split for p in reader.driver.state.splits]
+    assert opened == [] and end["seq"] == len(splits) == 4
+    # the bounds the stats give are the ones the files give (no failed write, nothing archived)
+    t = HudiTable(table)
+    with data_reads(monkeypatch, table) as opened:
+        assert [s.est_rows for s in splits] == [slice_rows(t.storage, s.slice_range().slice) for s in splits]
+    assert opened  # the files, read: the count sees reads
+
+
+def test_the_files_of_an_archived_commit_are_read_and_only_they(tmp_path, monkeypatch):
+    """Some writers of a file of an archived commit may be archived too: its stats cannot bound it. (Copy on
+    write: the other partition's small base file is rewritten by each insert, so its writer is active.)"""
+    table = str(tmp_path / "t")
+    from hudi_streaming.writer import create_table
+
+    w = create_table(table, "bounds", SCHEMA, record_key="id", partition_fields="part", ordering_field="ts",
+                     version=9, table_type="COPY_ON_WRITE")
+    w.insert(_rows([0], 1, partitions=1))  # p0, alone in its first commit
+    for i in range(1, 7):
+        w.insert(pa.table({"id": [f"x{i}"], "ts": [i], "part": ["q"]}, schema=SCHEMA))
+    assert w.archive(keep_active=3)
+    t = HudiTable(table)
+    assert t.timeline.is_archived(t.file_system_view().latest_merged_slices()[0].base_instant)
+    with data_reads(monkeypatch, table) as opened:
+        plan = StreamMonitor(t, MonitorOptions()).plan_snapshot()
+    (p0,) = [s for s in plan.splits if s.partition == "part=p0"]
+    assert set(opened) == {p0.base_path}
+    assert [s.est_rows for s in plan.splits] == [slice_rows(t.storage, s.slice_range().slice) for s in plan.splits]
+
+
+def test_stats_that_count_nothing_fall_back_to_the_files(tmp_path, monkeypatch):
+    """A writer that leaves the counters out (v6: JSON commit metadata, counters removed here)."""
+    table = str(tmp_path / "t")
+    _written(table, 6)
+    for f in (tmp_path / "t" / ".hoodie").glob("*.deltacommit"):
+        md = json.loads(f.read_text())
+        for stats in md["partitionToWriteStats"].values():
+            for st in stats:
+                for counter in ("numWrites", "numDeletes", "numInserts", "numUpdateWrites"):
+                    st.pop(counter, None)
+        f.write_text(json.dumps(md))
+    t = HudiTable(table)
+    with data_reads(monkeypatch, table) as opened:
+        plan = StreamMonitor(t, MonitorOptions()).plan_snapshot()
+    assert set(opened) == {f for s in plan.splits for f in s.files}
+    with data_reads(monkeypatch, table):
+        assert [s.est_rows for s in plan.splits] == [slice_rows(t.storage, s.slice_range().slice)
+                                                     for s in plan.splits]
+
+
+def _incremental_splits(table: HudiTable) -> list:
+    """A stream's splits from the table's first instant, one round per instant (replaced groups as deletes)."""
+    mon = StreamMonitor(table, MonitorOptions(replaced_as_deletes=True))
+    cursor, splits = None, []
+    for _ in range(200):
+        plan = mon.plan_next(cursor, 1)
+        if not plan.instants:
+            return splits
+        splits += plan.splits
+        cursor = plan.cursor
+    raise AssertionError("more than 200 rounds")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", fixture_names())
+def test_every_snapshot_and_replaced_split_yields_at_most_its_bound(name, unzip_fixture):
+    """On every fixture table Hudi wrote: each whole-slice split (a snapshot's, a replaced file group's) yields
+    no more rows than it records, in either read mode."""
+    table = HudiTable(str(unzip_fixture(name).table))
+    splits = StreamMonitor(table, MonitorOptions(replaced_as_deletes=True)).plan_snapshot().splits
+    if table.config.populate_meta_fields:
+        splits += [s for s in _incremental_splits(table) if s.replaced_by]
+    out = output_schema(table.arrow_schema(), None)
+    columns = read_columns(table, out)
+    for split in splits:
+        for changelog in (False, True):
+            rows = slice_changes(table, split.slice_range(), out, columns, Deletes.EMIT, changelog).num_rows
+            assert rows <= split.est_rows, (split.file_id, changelog, rows, split.est_rows)

@@ -61,6 +61,6 @@ class HudiStreamingDataSource(DataSource):
         return HudiStreamReader(opts, schema)
 
     def reader(self, schema: StructType) -> HudiBatchReader:
-        from .source import HudiBatchReader
+        from .source import batch_reader
 
-        return HudiBatchReader(self._opts(schema), schema)
+        return batch_reader(self._opts(schema), schema)

@@ -36,6 +36,7 @@ import pyarrow as pa
 from .._faults import fault_point
 from ..errors import DataLossError, OptionError, StateError
 from ..hoodie.changes import CommitClock, Deletes, commit_clock, output_schema, read_columns
+from ..hoodie.filters import Filter
 from ..hoodie.read import plan_slices
 from ..hoodie.storage import storage_retries
 from ..hoodie.table import HudiTable
@@ -245,11 +246,13 @@ def admit(pending: list[PlannedSplit], seq: int, rec: int, limit: BatchLimit
     return (end_seq, end_rec), BatchSummary(splits=files, rowsEstimate=rows, bytesEstimate=nbytes, instants=instants)
 
 
-def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -> list[Task]:
+def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory,
+                    filters: Filter | None = None) -> list[Task]:
     """``spark.read``: the file slices of a snapshot; for a range (``startingInstant``, exclusive, and
     ``endingInstant``) the splits of the change feed ``read_changes`` reads (``monitor.feed``), so both return
     the same rows, in either read mode; packed into tasks as a stream's batch is (``packing``). An empty table or
-    range still gets one (empty) task."""
+    range still gets one (empty) task. ``filters`` (Spark's pushed filters) leaves out the partitions that cannot
+    hold a matching row; Spark still filters the rows."""
     table = HudiTable(opts.path, opts.storage or None, metadata_enable=opts.metadata_enable)
     zone = opts.timeline_zone(table.config)
     first, end = opts.positions(zone)
@@ -257,11 +260,12 @@ def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory) -
     columns, commits = _task_inputs(table, output)
     if start or end:
         feed = ChangeFeed(table, changelog=opts.read_mode is ReadMode.CHANGELOG, deletes=opts.deletes,
-                          columns=opts.columns, partition_filter=opts.partition_filter(), end=end)
+                          columns=opts.columns, partition_filter=opts.partition_filter(), end=end, filters=filters)
         feed.start_after(start)
         splits = [s for plan in feed.plans() for s in plan.splits]
     else:
-        slices, max_instant, _ = plan_slices(table, partition_filter=opts.partition_filter())
+        slices, max_instant, _ = plan_slices(table, partition_filter=opts.partition_filter(), filters=filters,
+                                             schema=output)
         mon = StreamMonitor(table, MonitorOptions())
         # no instant to merge up to (an empty table) comes with no slices
         splits = [mon.split_of(s, None, max_instant, est_rows=0) for s in slices] if max_instant is not None else []

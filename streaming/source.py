@@ -9,12 +9,16 @@ nothing).
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import cast
+from types import FrameType
+from typing import Any, cast
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import Filter as SparkFilter
+from pyspark.sql.datasource import Not as SparkNot
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -27,6 +31,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from ..hoodie.changes import CommitClock
+from ..hoodie.filters import And, Compare, Filter, PartitionPruner, negate
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
 from .consumer import SplitRange, consume
@@ -162,9 +167,84 @@ class HudiBatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions, schema: StructType):
         self.opts = options
         self.spark_schema = schema
+        #: the tasks ``pushFilters`` planned (it needs the partitions they read), for ``partitions()``
+        self._planned: list[FileGroupPartition] | None = None
+
+    def __getstate__(self) -> dict:
+        # PySpark pickles the reader for every task before it calls partitions(): the plan stays behind
+        return {**self.__dict__, "_planned": None}
+
+    def _plan(self, filters: Filter | None = None) -> list[FileGroupPartition]:
+        return plan_batch_read(self.opts, to_arrow_schema(self.spark_schema, timezone="UTC"), FileGroupPartition,
+                               filters)
 
     def partitions(self):
-        return plan_batch_read(self.opts, to_arrow_schema(self.spark_schema, timezone="UTC"), FileGroupPartition)
+        return self._planned if self._planned is not None else self._plan()
 
     def read(self, partition: InputPartition):
         yield from _read_task(self.opts, _planned(partition), to_arrow_schema(self.spark_schema, timezone="UTC"))
+
+
+class HudiFilteringBatchReader(HudiBatchReader):
+    """The batch reader with Spark's filter pushdown (PySpark 4.1+, ``spark.sql.python.filterPushdown.enabled``):
+    partitions that cannot hold a matching row are not planned (``hoodie.filters``).
+
+    A class of its own because PySpark refuses every read of a reader that implements ``pushFilters`` while the
+    setting is off (``DATA_SOURCE_PUSHDOWN_DISABLED``), and the data source cannot see the setting: Spark asks
+    for the filters in a planner worker of its own, so :func:`batch_reader` makes this reader only there."""
+
+    def pushFilters(self, filters: list[SparkFilter]) -> Iterator[SparkFilter]:
+        """Every filter Spark pushes (their AND) that the model reads prunes partitions; a filter is handed back
+        to Spark unless the partitions kept decide it, every row of each one matching (only partitions then
+        decide anything: file statistics would not)."""
+        output = to_arrow_schema(self.spark_schema, timezone="UTC")
+        names = {n.lower(): n for n in output.names}
+        models = [spark_filter(f, names) for f in filters]
+        usable = [m for m in models if m is not None]
+        self._planned = self._plan(And(tuple(usable)) if usable else None)
+        if not usable:
+            yield from filters
+            return
+        table = HudiTable(self.opts.path, self.opts.storage or None, metadata_enable=self.opts.metadata_enable)
+        kept = {r.split.partition for task in self._planned for r in task.ranges}
+        for f, model in zip(filters, models):
+            if model is None or not all(o == {True} for o in map(PartitionPruner(table, model, output).outcomes,
+                                                                   kept)):
+                yield f
+
+
+_SPARK_OPS = {"EqualTo": "=", "EqualNullSafe": "<=>", "GreaterThan": ">", "GreaterThanOrEqual": ">=",
+              "LessThan": "<", "LessThanOrEqual": "<=", "In": "in", "IsNull": "is_null", "IsNotNull": "not_null",
+              "StringStartsWith": "starts_with", "StringEndsWith": "ends_with", "StringContains": "contains"}
+
+
+def spark_filter(f: SparkFilter, names: dict[str, str]) -> Filter | None:
+    """One of Spark's pushed filters in the model (None: not one it reads, e.g. on a nested field). ``names``:
+    the output's column names by lower case (Spark resolves names case-insensitively by default)."""
+    if isinstance(f, SparkNot):
+        inner = spark_filter(f.child, names)
+        return None if inner is None else negate(inner)
+    op = _SPARK_OPS.get(type(f).__name__)
+    attribute: tuple[str, ...] = getattr(f, "attribute", ())
+    if op is None or len(attribute) != 1 or attribute[0].lower() not in names:
+        return None
+    value: Any = getattr(f, "value", None)
+    return Compare(names[attribute[0].lower()], op, tuple(value) if op == "in" else value)
+
+
+def _in_pushdown_planner() -> bool:
+    """Whether this call comes from PySpark's filter pushdown worker (see :class:`HudiFilteringBatchReader`)."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename.endswith(_PUSHDOWN_WORKER):
+            return True
+        frame = frame.f_back
+    return False
+
+
+_PUSHDOWN_WORKER = "/".join(("pyspark", "sql", "worker", "data_source_pushdown_filters.py"))
+
+
+def batch_reader(options: SourceOptions, schema: StructType) -> HudiBatchReader:
+    """The batch reader for Spark: one that takes pushed filters where Spark asks for them."""
+    return (HudiFilteringBatchReader if _in_pushdown_planner() else HudiBatchReader)(options, schema)

@@ -1,0 +1,93 @@
+"""Spark's filters pushed into ``spark.read.format("hudi_streaming")`` (PySpark 4.1+): the rows equal the
+unfiltered read then filtered, and partitions that cannot match are really not read (their files are made
+unreadable, and the filtered read still succeeds)."""
+from __future__ import annotations
+
+import datetime
+import re
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from hudi_streaming.writer import create_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "hudi_oracle"))
+from fixture import FOLDER, HudiFixture  # noqa: E402
+
+PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+
+
+@pytest.fixture
+def pushdown(spark):
+    spark.conf.set(PUSHDOWN, "true")
+    yield spark
+    spark.conf.unset(PUSHDOWN)
+
+
+def oracle_table(name: str, tmp_path: Path) -> str:
+    fx = HudiFixture(FOLDER / f"{name}.zip", tmp_path)
+    return str(fx.materialize(len(fx.steps) - 1, tmp_path / name))
+
+
+def rows(df) -> list[str]:
+    return sorted(repr(sorted(r.asDict().items())) for r in df.collect())
+
+
+def spoil_partition(url: str, partition: str) -> int:
+    """Make every data file of one partition unreadable; how many there were."""
+    files = [p for p in (Path(url) / partition).iterdir() if p.is_file() and not p.name.startswith(".hoodie")]
+    for p in files:
+        p.write_bytes(b"not a data file")
+    return len(files)
+
+
+@pytest.mark.parametrize("name, where, spoiled", [
+    ("mor_v9_part_multi", "region = 'a' AND bucket >= 1", "b/0"),
+    ("mor_v9_part_multi", "region IN ('a', 'c') OR qty > 1000", None),
+    ("mor_v9_part_multi", "NOT (region <> 'b') AND id > 3", "a/1"),
+    ("cow_v6_015_part_hive", "region > 'a' AND amount > 20", "region=a"),
+    ("mor_v9_part_timestamp", "event_ms = 1704067200000", None),
+])
+def test_pushed_filters_return_the_filtered_rows_and_skip_what_cannot_match(pushdown, tmp_path, name, where,
+                                                                            spoiled):
+    url = oracle_table(name, tmp_path)
+    expected = rows(pushdown.read.format("hudi_streaming").load(url).filter(where))
+    assert expected, f"{name}: {where} selects no row; choose one that does"
+    if spoiled:
+        assert spoil_partition(url, spoiled) > 0
+    assert rows(pushdown.read.format("hudi_streaming").load(url).filter(where)) == expected
+
+
+def test_without_pushdown_the_spoiled_partition_is_read(spark, tmp_path):
+    """The check above can fail: without Spark's pushdown setting every partition is read (and reads work)."""
+    url = oracle_table("mor_v9_part_multi", tmp_path)
+    assert spark.read.format("hudi_streaming").load(url).filter("region = 'a'").count() > 0
+    spoil_partition(url, "b/0")
+    with pytest.raises(Exception, match="b/0"):
+        spark.read.format("hudi_streaming").load(url).filter("region = 'a'").count()
+
+
+def test_null_partitions_and_filters_decided_by_partitions(pushdown, tmp_path):
+    path = str(tmp_path / "t")
+    schema = pa.schema([("k", pa.int64()), ("y", pa.int32()), ("m", pa.string()), ("d", pa.date32())])
+    w = create_table(path, "nulls", schema, record_key="k", partition_fields=["y", "m"], hive_style=False,
+                     version=9, table_type="COPY_ON_WRITE")
+    day = datetime.date(2024, 1, 1)
+    w.upsert(pa.table({"k": [1, 2, 3, 4, 5], "y": [2024, 2024, 2025, 2025, 2026], "m": ["01", "", None, "02", "02"],
+                       "d": [day, day, None, day, day]}, schema=schema))
+    df = pushdown.read.format("hudi_streaming").load(path)
+    assert sorted(r.k for r in df.filter("m IS NULL").collect()) == [3]
+    assert sorted(r.k for r in df.filter("m = ''").collect()) == [2]
+    assert sorted(r.k for r in df.filter("y = 2025 AND d IS NULL").collect()) == [3]
+    # y = 2025 is decided by the partitions kept: Spark is not asked to filter it again; m IS NULL is not (the
+    # default partition holds '' and null alike)
+    assert not spark_filters(df.filter("y = 2025"))
+    assert spark_filters(df.filter("m IS NULL"))
+    assert spark_filters(df.filter("y = 2025 AND k = 3"))
+
+
+def spark_filters(df) -> bool:
+    """Whether Spark's physical plan filters the rows itself."""
+    return re.search(r"(^|[\s*)-])Filter ", df._jdf.queryExecution().executedPlan().toString(), re.M) is not None

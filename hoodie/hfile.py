@@ -9,9 +9,10 @@ blocks) and Hudi 1.1+'s native writer (one root index level). Both lay a file ou
 
 where the load-on-open section holds the root data index, the meta index, the file info and Bloom metadata.
 A reader of a file on a store needs no more than: the trailer (read with the load-on-open section in one ranged
-read when it fits in :data:`TAIL_READ`), then one ranged read per index block below the root and per data block
-that may hold a wanted key (:meth:`HFileReader.lookup`, :meth:`HFileReader.prefix`); or the data section in
-one read for a full scan (:meth:`HFileReader.scan`).
+read when it fits in :data:`TAIL_READ`), then, a level at a time, the index blocks below the root and the data
+blocks that may hold a wanted key, neighbouring blocks in one ranged read (:meth:`HFileReader.lookup`,
+:meth:`HFileReader.prefix`); or the data section in one read for a full scan (:meth:`HFileReader.scan`).
+(hudi-rs reads the whole file into memory instead.)
 
 Every size and offset comes from the file and is checked against the file's size before it is used: a damaged
 file raises :class:`CorruptFileError` naming the file and what is wrong, never an ``IndexError`` or a read past
@@ -34,8 +35,12 @@ TRAILER_MAGIC = b'TRABLK"$'
 #: Bytes read from a file's end at once: the trailer and, in every metadata-table file we met, the whole
 #: load-on-open section, so that opening a file costs one request.
 TAIL_READ = 64 * 1024
-#: Index and data blocks a reader keeps, most recently used (:meth:`HFileReader._block_at`).
+#: Index and data blocks a reader keeps, most recently used (:meth:`HFileReader._blocks`).
 CACHED_BLOCKS = 16
+#: Blocks at most this far apart are fetched in one ranged read, which spans at most MAX_SPAN bytes: a request
+#: costs about as much as a megabyte of transfer on an object store.
+COALESCE_GAP = 1024 * 1024
+MAX_SPAN = 16 * 1024 * 1024
 _BLOCK_HEADER = struct.Struct(">8siiqbii")  # magic, on-disk size w/o header, uncompressed size w/o header,
 #                                             previous block offset, checksum type, bytes per checksum,
 #                                             on-disk data size with header (the checksums follow it)
@@ -239,45 +244,65 @@ class HFileReader:
                              f"{uncompressed_size}")
         return (magic, payload), end
 
-    def _block_at(self, entry: _IndexEntry, expect: bytes) -> memoryview:
-        """The payload of the block an index entry points at, read with one ranged read; the last
-        :data:`CACHED_BLOCKS` are kept (a listing looks up ``__all_partitions__``, then the partitions it names,
-        most often in the same block)."""
-        cached = self._cache.pop(entry.offset, None)
-        if cached is None:
-            (magic, cached), end = self._block_in(self._read(entry.offset, entry.size), 0, entry.offset)
-            if magic != expect:
-                raise self._fail(f"block at {entry.offset} is {bytes(magic)!r}, its index says {expect!r}")
-            if end != entry.size:
-                raise self._fail(f"block at {entry.offset} spans {end} bytes, its index says {entry.size}")
-            if len(self._cache) >= CACHED_BLOCKS:
-                del self._cache[next(iter(self._cache))]
-        self._cache[entry.offset] = cached  # most recently used last
-        return cached
+    def _blocks(self, entries: list[_IndexEntry], expect: bytes) -> list[memoryview]:
+        """The payloads of the blocks these index entries point at. Blocks not in the cache are read in spans:
+        neighbours at most :data:`COALESCE_GAP` bytes apart share one ranged read (up to :data:`MAX_SPAN`
+        bytes), so a listing of many partitions costs a few requests, not one per block. The last
+        :data:`CACHED_BLOCKS` blocks are kept (a listing looks up ``__all_partitions__``, then the partitions it
+        names, most often in the same block)."""
+        got = {e.offset: self._cache[e.offset] for e in entries if e.offset in self._cache}
+        missing = sorted({e.offset: e for e in entries if e.offset not in got}.values(), key=lambda e: e.offset)
+        i = 0
+        while i < len(missing):
+            j, end = i + 1, missing[i].offset + missing[i].size
+            while j < len(missing) and missing[j].offset - end <= COALESCE_GAP \
+                    and missing[j].offset + missing[j].size - missing[i].offset <= MAX_SPAN:
+                end = max(end, missing[j].offset + missing[j].size)
+                j += 1
+            start = missing[i].offset
+            span = self._read(start, end - start)
+            for e in missing[i:j]:
+                (magic, payload), block_end = self._block_in(span[e.offset - start:e.offset - start + e.size], 0,
+                                                             e.offset)
+                if magic != expect:
+                    raise self._fail(f"block at {e.offset} is {bytes(magic)!r}, its index says {expect!r}")
+                if block_end != e.size:
+                    raise self._fail(f"block at {e.offset} spans {block_end} bytes, its index says {e.size}")
+                got[e.offset] = payload
+            i = j
+        for e in entries[-CACHED_BLOCKS:]:
+            self._cache.pop(e.offset, None)
+            self._cache[e.offset] = got[e.offset]  # most recently used last
+        while len(self._cache) > CACHED_BLOCKS:
+            del self._cache[next(iter(self._cache))]
+        return [got[e.offset] for e in entries]
 
     # -- index ----------------------------------------------------------------------------------------------
-    def _data_blocks(self, first: bytes, past: Callable[[bytes], bool]) -> list[_IndexEntry]:
-        """The data blocks that may hold a row key from ``first`` on, up to the first block whose first row
-        ``past`` says lies beyond every wanted key: the index walked down from the root, one ranged read per
-        index block below it."""
+    def _data_blocks(self, wanted: list[tuple[bytes, Callable[[bytes], bool]]]) -> list[_IndexEntry]:
+        """The data blocks that may hold the keys of each wanted range ``(first, past)``: rows from ``first`` on,
+        up to the first block whose first row ``past`` says lies beyond the range. The index is walked down from
+        the root a level at a time for all ranges together, its blocks read as :meth:`_blocks` reads them."""
         entries, level = self._root, self.trailer.index_levels
         while True:
             rows = [e.row for e in entries]
-            start = max(0, bisect.bisect_right(rows, first) - 1)
-            stop = start + 1
-            while stop < len(entries) and not past(entries[stop].row):
-                stop += 1
-            chosen = entries[start:stop]
+            chosen: dict[int, _IndexEntry] = {}
+            for first, past in wanted:
+                start = max(0, bisect.bisect_right(rows, first) - 1)
+                stop = start + 1
+                while stop < len(entries) and not past(entries[stop].row):
+                    stop += 1
+                chosen.update((e.offset, e) for e in entries[start:stop])
+            picked = sorted(chosen.values(), key=lambda e: e.offset)
             if level <= 1:
-                return chosen
+                return picked
             level -= 1
             magic = _LEAF_INDEX_MAGIC if level == 1 else _INTERMEDIATE_INDEX_MAGIC
-            entries = [e for parent in chosen for e in self._child_entries(parent, magic)]
+            entries = [e for parent, payload in zip(picked, self._blocks(picked, magic))
+                       for e in self._child_entries(parent, payload)]
 
-    def _child_entries(self, parent: _IndexEntry, magic: bytes) -> list[_IndexEntry]:
+    def _child_entries(self, parent: _IndexEntry, payload: memoryview) -> list[_IndexEntry]:
         """A non-root index block: int32 count, int32[count + 1] entry offsets (relative to the entries), then
         entries of int64 offset, int32 on-disk size and the key bytes (their length from the offsets)."""
-        payload = self._block_at(parent, magic)
         if len(payload) < 4:
             raise self._fail(f"index block at {parent.offset} is cut off")
         (count,) = _I32.unpack_from(payload, 0)
@@ -323,8 +348,9 @@ class HFileReader:
         if pos != end:
             raise self._fail(f"HFile data block at {where} cut inside its last cell")
 
-    def _data_block_cells(self, entry: _IndexEntry) -> Iterator[tuple[bytes, memoryview]]:
-        return self._cells(self._block_at(entry, _DATA_MAGIC), entry.offset)
+    def _data_cells(self, entries: list[_IndexEntry]) -> Iterator[tuple[bytes, memoryview]]:
+        for entry, payload in zip(entries, self._blocks(entries, _DATA_MAGIC)):
+            yield from self._cells(payload, entry.offset)
 
     # -- queries --------------------------------------------------------------------------------------------
     def scan(self) -> Iterator[tuple[bytes, memoryview]]:
@@ -356,38 +382,30 @@ class HFileReader:
 
     def lookup(self, keys: Iterable[bytes]) -> dict[bytes, memoryview]:
         """The values of those ``keys`` the file holds: only the index and data blocks that may hold them are
-        read, each once."""
-        wanted = sorted(set(keys))
-        found: dict[bytes, memoryview] = {}
-        if not wanted or not self.trailer.entry_count:
-            return found
+        read, each once, neighbours together."""
+        want = set(keys)
+        if not want or not self.trailer.entry_count:
+            return {}
         try:
-            blocks: dict[int, _IndexEntry] = {}
-            for key in wanted:
-                for entry in self._data_blocks(key, key.__lt__):  # past the key: a first row above it
-                    blocks[entry.offset] = entry
-            want = set(wanted)
-            for entry in sorted(blocks.values(), key=lambda e: e.offset):
-                found.update((row, value) for row, value in self._data_block_cells(entry) if row in want)
+            blocks = self._data_blocks([(key, key.__lt__) for key in sorted(want)])  # past: a first row above it
+            return {row: value for row, value in self._data_cells(blocks) if row in want}
         except (struct.error, UnicodeDecodeError) as e:
             raise self._fail(f"undecodable HFile: {e}") from e
-        return found
 
     def prefix(self, prefix: bytes) -> list[tuple[bytes, memoryview]]:
         """Every cell whose row key starts with ``prefix``, in key order."""
         if not self.trailer.entry_count:
             return []
         try:
-            blocks = self._data_blocks(prefix, lambda row: row > prefix and not row.startswith(prefix))
-            return [(row, value) for entry in blocks for row, value in self._data_block_cells(entry)
-                    if row.startswith(prefix)]
+            blocks = self._data_blocks([(prefix, lambda row: row > prefix and not row.startswith(prefix))])
+            return [(row, value) for row, value in self._data_cells(blocks) if row.startswith(prefix)]
         except (struct.error, UnicodeDecodeError) as e:
             raise self._fail(f"undecodable HFile: {e}") from e
 
     def meta_block(self, name: bytes) -> memoryview | None:
         """The payload of a meta block (Hudi writes its Bloom filter so), or None when the file has none."""
         entry = self.meta_index.get(name)
-        return self._block_at(entry, _META_MAGIC) if entry is not None else None
+        return self._blocks([entry], _META_MAGIC)[0] if entry is not None else None
 
 
 def _root_entries(reader: HFileReader, payload: memoryview, count: int, *, data_keys: bool) -> list[_IndexEntry]:

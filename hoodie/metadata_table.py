@@ -64,6 +64,8 @@ _LAYOUT_PROPERTIES = ("hoodie.table.name", "hoodie.table.type", "hoodie.table.ve
 _SYNCED_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLEAN,
                              Action.ROLLBACK, Action.RESTORE})
 _HFILE_SCHEMA = b"schema"
+#: ``HoodieMetadataPayload``'s record types of the files partition: the partitions, and one partition's files
+_PARTITION_LIST, _FILE_LIST = 1, 2
 
 #: one file's entry: size, and whether the record says it was deleted (a tombstone)
 _Entry = tuple[int, bool]
@@ -97,7 +99,7 @@ class FilesIndex:
         view = FileSystemView(config, timeline, storage.list_dir(FILES_PARTITION))
         self.slices: list[FileSlice] = view.latest_merged_slices()
         self._readers: dict[str, HFileReader] = {}
-        self._logs: list[tuple[str, Any]] | None = None
+        self._logs: list[tuple[str, Any, str]] | None = None
 
     def _usable(self, instant: str) -> bool:
         return self.timeline.is_committed(instant) and (instant in self._valid or self._archived(instant))
@@ -111,20 +113,20 @@ class FilesIndex:
                                               f"{self.storage.url}/{path}")
         return self._readers[path]
 
-    def _log_records(self) -> list[tuple[str, Any]]:
-        """Every counted log record of the latest slices, oldest first: ``(key, HoodieMetadataRecord)``, or
-        ``(key, None)`` for a key a DELETE block removes. Read once per index."""
+    def _log_records(self) -> list[tuple[str, Any, str]]:
+        """Every counted log record of the latest slices, oldest first: ``(key, HoodieMetadataRecord, block)``,
+        with None for a key a DELETE block removes. Read once per index."""
         if self._logs is None:
-            out: list[tuple[str, Any]] = []
+            out: list[tuple[str, Any, str]] = []
             for s in self.slices:
                 blocks = scan_blocks(self.storage, [(lf.path, lf.size) for lf in s.log_files], None, self._usable)
                 for block in blocks:
                     if block.type is BlockType.HFILE_DATA:
                         schema = _schema(block.schema_json or "", block.where())
-                        out.extend((key, _decode(value, schema, block.where()))
+                        out.extend((key, _decode(value, schema, block.where()), block.where())
                                    for key, value in read_hfile_cells(block))
                     elif block.type is BlockType.DELETE:
-                        out.extend((key, None) for key in decode_delete_block(block).record_keys)
+                        out.extend((key, None, block.where()) for key in decode_delete_block(block).record_keys)
                     else:
                         raise CorruptFileError(f"{block.where()}: a {block.type.name} block in the metadata "
                                                "table's files partition (Hudi writes HFile and delete blocks)")
@@ -145,10 +147,11 @@ class FilesIndex:
                      if scan else reader.lookup(k.encode() for k in wanted).items())
             for row, value in cells:
                 key = row.decode("utf-8", "replace")
-                merged[key] = _combine(merged.get(key), _entries(_decode(value, schema, reader.name), reader.name))
-        for key, record in self._log_records():
+                merged[key] = _combine(merged.get(key),
+                                       _entries(_decode(value, schema, reader.name), key, reader.name))
+        for key, record, where in self._log_records():
             if key in wanted:
-                merged[key] = None if record is None else _combine(merged.get(key), _entries(record, key))
+                merged[key] = None if record is None else _combine(merged.get(key), _entries(record, key, where))
         return {key: {name: e for name, e in entries.items() if not e[1]}
                 for key, entries in merged.items() if entries is not None}
 
@@ -199,18 +202,22 @@ def _decode(value: memoryview, schema: Any, where: str) -> Any:
     return record
 
 
-def _entries(record: Any, where: str) -> dict[str, _Entry]:
-    """``filesystemMetadata`` of a ``files`` record: file (or partition) name -> (size, isDeleted)."""
-    if not isinstance(record, dict):
-        raise CorruptFileError(f"{where}: a metadata record that is no record")
-    listing = record.get("filesystemMetadata") or {}
+def _entries(record: Any, key: str, where: str) -> dict[str, _Entry]:
+    """``filesystemMetadata`` of the ``files`` record of ``key``: file (or, for ``__all_partitions__``, partition)
+    name -> (size, isDeleted); what no writer makes (a file name with a slash, a negative size, a record of
+    another type) is a :class:`CorruptFileError` naming the file it came from."""
+    listing_type = _PARTITION_LIST if key == ALL_PARTITIONS_KEY else _FILE_LIST
+    if not isinstance(record, dict) or record.get("type") != listing_type:
+        kind = record.get("type") if isinstance(record, dict) else type(record).__name__
+        raise CorruptFileError(f"{where}: metadata record {key!r} is of type {kind!r}, not {listing_type} (the "
+                               "files partition's listing)")
     out = {}
-    for name, info in listing.items():
+    for name, info in (record.get("filesystemMetadata") or {}).items():
         size, deleted = (info or {}).get("size"), (info or {}).get("isDeleted")
-        if not isinstance(size, int) or size < 0 or not isinstance(deleted, bool) or not name or "/" in name \
-                and record.get("type") != 1:
-            raise CorruptFileError(f"{where}: metadata record {record.get('key')!r} lists {name!r} with size "
-                                   f"{size!r}, isDeleted {deleted!r}")
+        if not isinstance(size, int) or size < 0 or not isinstance(deleted, bool) or not name \
+                or ("/" in name and listing_type == _FILE_LIST):
+            raise CorruptFileError(f"{where}: metadata record {key!r} lists {name!r} with size {size!r}, "
+                                   f"isDeleted {deleted!r}")
         out[name] = (size, deleted)
     return out
 
@@ -233,6 +240,14 @@ def _combine(older: dict[str, _Entry] | None, newer: dict[str, _Entry]) -> dict[
     return out
 
 
+class _ListedStorage(Storage):
+    """The metadata table's store: a file read with the size its listing gave is one ranged request of exactly
+    those bytes (an object store's whole-object read asks for the size first: two requests per log file)."""
+
+    def read_bytes(self, rel: str, size: int | None = None) -> bytes:
+        return self.read_range(rel, 0, size) if size else super().read_bytes(rel)
+
+
 @dataclass(frozen=True)
 class Unusable:
     """Why the metadata table is not read (the store is listed instead)."""
@@ -247,7 +262,7 @@ def open_files_index(data_storage: Storage, config: TableConfig, timeline: Timel
     if FILES_PARTITION not in done or FILES_PARTITION in inflight:
         return Unusable("'files' is not a completed metadata partition (hoodie.table.metadata.partitions="
                         f"{','.join(sorted(done)) or 'empty'})")
-    storage = Storage(f"{data_storage.url}/{METADATA_FOLDER}", storage_options)
+    storage = _ListedStorage(f"{data_storage.url}/{METADATA_FOLDER}", storage_options)
     try:
         text = storage.read_bytes(".hoodie/hoodie.properties").decode("latin-1")
     except FileNotFoundError:

@@ -193,7 +193,24 @@ def test_multi_level_index_lookup(levels, gzip_codec):
     fresh = HFileReader(source, "built.hfile")
     source.reads = 0
     assert [k for k, _ in fresh.prefix(b"key01")] == rows[10:20]
-    assert source.reads <= (levels - 1) * 3 + 6  # the index path and the data blocks of ten rows, no more
+    assert source.reads == levels  # neighbouring blocks share a read: one per level
+    fresh = HFileReader(source, "built.hfile")
+    source.reads = 0
+    assert len(fresh.lookup(rows[::3])) == len(rows[::3]) and source.reads == levels
+
+
+def test_distant_blocks_are_read_apart(monkeypatch):
+    """Blocks farther apart than COALESCE_GAP are separate reads (a lookup never fetches the file between)."""
+    from hudi_streaming.hoodie import hfile
+    rows = [f"key{i:03d}".encode() for i in range(40)]
+    source = _Counting(build_hfile(rows, levels=1))
+    monkeypatch.setattr(hfile, "COALESCE_GAP", 0)
+    reader = HFileReader(source, "built.hfile")
+    source.reads = 0
+    assert len(reader.lookup([rows[0], rows[39]])) == 2 and source.reads == 2
+    reader = HFileReader(source, "built.hfile")
+    source.reads = 0
+    assert len(reader.lookup(rows[:6])) == 6 and source.reads == 1  # three adjacent blocks: one read
 
 
 @pytest.mark.parametrize("damage,words", [

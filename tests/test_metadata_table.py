@@ -203,3 +203,17 @@ def test_read_option_reaches_the_batch_planner(built, value, used, monkeypatch):
     assert opts.metadata_enable is used
     assert driver.plan_batch_read(opts, driver.source_schema(opts), lambda *task: task)
     assert made and all((t.files_index() is not None) is used for t in made)
+
+
+@pytest.mark.parametrize("key,record,words", [
+    ("a", {"type": 1, "filesystemMetadata": {}}, "of type 1, not 2"),
+    ("__all_partitions__", {"type": 2, "filesystemMetadata": {}}, "of type 2, not 1"),
+    ("a", {"type": 2, "filesystemMetadata": {"x.parquet": {"size": -1, "isDeleted": False}}}, "size -1"),
+    ("a", {"type": 2, "filesystemMetadata": {"../x.parquet": {"size": 1, "isDeleted": False}}}, "'../x.parquet'"),
+    ("a", {"type": 2, "filesystemMetadata": {"x.parquet": {"size": 1, "isDeleted": None}}}, "isDeleted None"),
+])
+def test_impossible_files_record_names_its_file(key, record, words):
+    from hudi_streaming.errors import CorruptFileError
+    from hudi_streaming.hoodie.metadata_table import _entries
+    with pytest.raises(CorruptFileError, match=f"^files/x.hfile: metadata record {key!r} .*{words}"):
+        _entries(record, key, "files/x.hfile")

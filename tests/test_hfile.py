@@ -24,8 +24,10 @@ from hudi_streaming.hoodie.storage import Storage
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hudi_oracle.fixture import FOLDER, HudiFixture  # noqa: E402
 
-#: (zip, writer): a metadata table written through HBase's HFile writer, and one through Hudi's native writer
-WRITTEN = [("mor_v6_015_compaction", "0.15"), ("mor_v9_compaction", "1.2")]
+#: (zip, writer): metadata tables written through HBase's HFile writer and through Hudi's native writer (with
+#: a record index, whose HFiles hold a key per record)
+WRITTEN = [("mor_v6_015_compaction", "0.15"), ("mor_v6_015_rli", "0.15"), ("mor_v9_compaction", "1.2"),
+           ("mor_v9_rli", "1.2")]
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +56,7 @@ def _check_lookups(reader: HFileReader) -> int:
     return len(cells)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,writer", WRITTEN)
 def test_metadata_hfiles_lookup_equals_scan(metadata_tables, name, writer):
     """Base HFiles of every metadata partition and the HFile data blocks of their log files, key by key."""

@@ -15,7 +15,8 @@ BASELINE: dict = {
     "version": 9,             # hoodie.write.table.version (0.15 writes 6 only)
     "type": "mor",            # mor | cow
     "key": "simple",          # simple (id) | complex (id,name)
-    "partition": "one",       # none | one | multi | hive | timestamp | slash_date (a date field as yyyy/MM/dd)
+    # none | one | multi | hive | timestamp | slash_date, slash_day (a date, or a yyyy-MM-dd string, as yyyy/MM/dd)
+    "partition": "one",
     "ordering": "long",       # the ordering field's type, or None for none
     "merge": "event",         # event | commit | a payload class name (a custom merge)
     "metadata": True,
@@ -234,6 +235,7 @@ def _pending_variants() -> list[tuple[str, dict]]:
     add("cow_v9_timestamp_ntz", type="cow", schema="ntz")
     add("mor_v6_015_timestamp_ntz", schema="ntz", **v6)
     add("mor_v9_part_slash_date", partition="slash_date")
+    add("mor_v9_part_slash_day", partition="slash_day")
     for t in ("mor", "cow"):
         add(f"{t}_v9_virtual_keys", type=t, meta_fields=False)
         add(f"{t}_v6_015_virtual_keys", type=t, meta_fields=False, **v6)

@@ -90,8 +90,8 @@ class Shape:
             f.append(T.StructField("ts", ORDERING_TYPES[c["ordering"]], True))
         f += [T.StructField("region", T.StringType(), True), T.StructField("bucket", T.IntegerType(), True),
               T.StructField("event_ms", T.LongType(), True)]
-        if c["partition"] == "slash_date":
-            f.append(T.StructField("event_date", T.DateType(), True))
+        if c["partition"] in ("slash_date", "slash_day"):
+            f.append(T.StructField("event_date", T.DateType() if c["partition"] == "slash_date" else T.StringType()))
         if self.has_name:
             f.append(T.StructField("name", T.StringType(), c["key"] != "complex"))
         f += [T.StructField(self.amount_name, T.DoubleType(), True),
@@ -168,8 +168,9 @@ class Shape:
         if c["ordering"]:
             out.append(ordering_value(c["ordering"], raw))
         out += ["abc"[i % 3], i % 2, int((EPOCH + dt.timedelta(days=i % 3)).timestamp() * 1000)]
-        if c["partition"] == "slash_date":
-            out.append(dt.date(2024, 1, 1) + dt.timedelta(days=i % 3))
+        if c["partition"] in ("slash_date", "slash_day"):
+            day = dt.date(2024, 1, 1) + dt.timedelta(days=i % 3)
+            out.append(day if c["partition"] == "slash_date" else day.isoformat())
         if self.has_name:
             # nulls that come and go between versions: a merge that keeps non-null values (partial updates,
             # OverwriteNonDefaultsWithLatestAvroPayload) differs from one that takes the whole new row; with
@@ -208,7 +209,7 @@ def write_options(cfg: dict) -> dict[str, str]:
     o["hoodie.datasource.write.recordkey.field"] = "id,name" if cfg["key"] == "complex" else "id"
     part = cfg["partition"]
     fields = {"none": "", "one": "region", "multi": "region,bucket", "hive": "region", "timestamp": "event_ms",
-              "slash_date": "event_date"}[part]
+              "slash_date": "event_date", "slash_day": "event_date"}[part]
     o["hoodie.datasource.write.partitionpath.field"] = fields
     keygen = ("NonpartitionedKeyGenerator" if part == "none" else
               "TimestampBasedKeyGenerator" if part == "timestamp" else
@@ -219,7 +220,7 @@ def write_options(cfg: dict) -> dict[str, str]:
                   "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
                   "hoodie.keygen.timebased.timezone": "UTC"})
     o["hoodie.datasource.write.hive_style_partitioning"] = str(part == "hive").lower()
-    if part == "slash_date":
+    if part in ("slash_date", "slash_day"):
         o["hoodie.datasource.write.slash.separated.date.partitioning"] = "true"
     if cfg["ordering"]:
         o["hoodie.datasource.write.precombine.field"] = "_event_lsn" if cfg["merge"] == POSTGRES_DEBEZIUM else "ts"

@@ -213,15 +213,27 @@ def change_pieces(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns:
     ``_hoodie_commit_time`` became visible (``clock``; from the table's timeline when None); a snapshot's rows,
     written by many older commits, are delivered as of the snapshot's instant.
 
+    A table without meta fields gives each row the instant of the file or log block that holds it (the slice
+    reader's ``commit_times``), carried along here and left out of the rows delivered. A copy-on-write upsert
+    rewrites the file group's base file, which then holds the rows it carried over too: on such a table they
+    are told apart from the changes by their values (as ``carryovers`` does), since nothing else can tell them —
+    so an upsert that rewrote a record unchanged is not delivered either.
+
     Pieces pass through ``map``, never a loop variable, so none is kept alive here while the next is read.
     """
+    virtual = not table.config.populate_meta_fields
+    work = pa.schema([pa.field(COMMIT_TIME, pa.string()), *schema]) if virtual else schema
+    if virtual and carryovers is None and rng.prior is not None:
+        carryovers = frozenset()
+    pieces = _change_pieces(table, rng, work, columns, deletes, changelog, merge_type, fail_on_data_loss,
+                            carryovers)
     if COMMIT_VERSION in schema.names:
-        stamp = _stamper(rng, clock or commit_clock(table, [rng], table.config.timeline_zone))
-        yield from map(stamp, _change_pieces(table, rng, schema, columns, deletes, changelog, merge_type,
-                                             fail_on_data_loss, carryovers))
-    else:
-        yield from _change_pieces(table, rng, schema, columns, deletes, changelog, merge_type, fail_on_data_loss,
-                                  carryovers)
+        pieces = map(_stamper(rng, clock or commit_clock(table, [rng], table.config.timeline_zone)), pieces)
+    yield from map(_without_commit_time, pieces) if virtual else pieces
+
+
+def _without_commit_time(piece: pa.Table) -> pa.Table:
+    return piece.drop_columns([COMMIT_TIME])
 
 
 def _stamper(rng: SliceRange, clock: CommitClock) -> Callable[[pa.Table], pa.Table]:

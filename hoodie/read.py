@@ -14,7 +14,7 @@ from typing import Literal
 
 import pyarrow as pa
 
-from ..errors import DataLossError, OptionError, UnsupportedTableError
+from ..errors import DataLossError, OptionError
 from .filters import Filter, FilterArg, PartitionPruner, columns_of, filter_rows, pushed_filters
 from .fs_view import FileSlice, parse_base_file, parse_log_file
 from .scanner import InstantRange
@@ -131,9 +131,6 @@ def plan_slices(table: HudiTable, *, as_of: str | None = None, start: str | None
         max_instant = as_of or table.timeline.latest_write_time()
         rng = None
     else:
-        if not table.config.populate_meta_fields:
-            raise UnsupportedTableError(f"{table.url}: incremental reads need the _hoodie_commit_time column, and "
-                                        "this table has hoodie.populate.meta.fields=false (Hudi refuses them too)")
         instants = incremental_instants(table, start, end)
         if not instants:
             return [], None, None
@@ -213,7 +210,12 @@ def read_table(url: str, *, columns: list[str] | None = None, as_of: str | None 
 
 
 def read_schema(table: HudiTable, full: pa.Schema, columns: list[str] | None, incremental: bool) -> pa.Schema:
-    """Requested columns plus what merging needs (keys, ordering, delete marker, commit time)."""
+    """Requested columns plus what merging needs (keys, ordering, delete marker, commit time).
+
+    A table without meta fields has no ``_hoodie_commit_time``: an incremental read still reads one, which the
+    slice reader fills with the instant of the file or log block that holds each row (:func:`commit_times`)."""
+    if incremental and COMMIT_TIME not in full.names:
+        full = pa.schema([pa.field(COMMIT_TIME, pa.string()), *full])
     if columns is None:
         return full
     cfg = table.config

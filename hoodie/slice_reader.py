@@ -31,7 +31,7 @@ from .logfile.format import BlockType, HeaderKey, LogBlock
 from .merge import BaseMerge, LogRecords, MergeRules, commit_time_deletes, merge_with_base
 from .scanner import InstantRange, ScanStats, scan_blocks, timed, timed_steps
 from .spill import DEFAULT_BUDGET_BYTES, SpillBuffer
-from .table import IS_DELETED, OPERATION, RECORD_KEY, HudiTable
+from .table import COMMIT_TIME, IS_DELETED, OPERATION, RECORD_KEY, HudiTable
 
 
 class MergeType(str, enum.Enum):
@@ -292,7 +292,8 @@ def _base_pieces(req: SliceRead, fs: FileSlice) -> Iterator[pa.Table]:
         names = set(f.names)
         present = [c for c in _stored_names(req.schema.names, renames) if c in names]
         if not present:  # nothing to read but the row count
-            yield align(pa.table({"": pa.nulls(f.num_rows)}).select([]), req.schema)
+            yield commit_times(req, align(pa.table({"": pa.nulls(f.num_rows)}).select([]), req.schema),
+                               fs.base_file.instant)
             return
         held: list[pa.RecordBatch] = []  # the rows read and not handed on yet, and nothing else
         n = 0
@@ -302,9 +303,23 @@ def _base_pieces(req: SliceRead, fs: FileSlice) -> Iterator[pa.Table]:
             del batch  # not kept alive by the loop while the next batch is read
             while n >= PIECE_ROWS:
                 n -= PIECE_ROWS
-                yield align(renamed(_first_rows(held, PIECE_ROWS), renames), req.schema)
+                yield commit_times(req, align(renamed(_first_rows(held, PIECE_ROWS), renames), req.schema),
+                                   fs.base_file.instant)
         if n:
-            yield align(renamed(pa.Table.from_batches(held), renames), req.schema)
+            yield commit_times(req, align(renamed(pa.Table.from_batches(held), renames), req.schema),
+                               fs.base_file.instant)
+
+
+def commit_times(req: SliceRead, t: pa.Table, instant: str | None) -> pa.Table:
+    """``t`` with its commit time column set to ``instant`` where the data holds none: on a table without meta
+    fields (``hoodie.populate.meta.fields=false``) a row's commit is the instant of the base file or log block
+    that holds it — exact for log blocks and for the base files of inserts; a base file a copy-on-write upsert
+    rewrote stamps the rows it carried over too, which a read of changes tells apart against the prior slice."""
+    if (req.table.config.populate_meta_fields or instant is None or COMMIT_TIME not in t.column_names
+            or t.column(COMMIT_TIME).null_count < t.num_rows):
+        return t
+    i = t.schema.get_field_index(COMMIT_TIME)
+    return t.set_column(i, t.schema.field(i), pa.repeat(pa.scalar(instant, pa.string()), t.num_rows))
 
 
 def _read_ahead(pieces: Iterator[pa.Table]) -> Iterator[pa.Table]:
@@ -370,7 +385,7 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
             renames = req.table.renames(block.instant_time) if block.instant_time else {}
             with timed(stats, "log_decode_seconds"):
                 raw = renamed(decode_data_block(block, columns=_stored_names(schema.names, renames)), renames)
-            t = align(raw, schema)
+            t = commit_times(req, align(raw, schema), block.instant_time)
             d = _deleted_flags(raw)
             o = req.ordering_arrays(t)
             c = commit_time_deletes(d, o)

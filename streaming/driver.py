@@ -41,7 +41,7 @@ from ..hoodie.read import plan_slices
 from ..hoodie.storage import storage_retries
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
-from ..monitor.feed import ChangeFeed, require_meta_fields
+from ..monitor.feed import ChangeFeed
 from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
 from ..monitor.rewinds import RewindCheck
 from ..monitor.split import Split
@@ -290,7 +290,6 @@ class StreamDriver:
         #: the query's output schema, fixed when it started
         self.output = reference_schema
         self.table = HudiTable(opts.path, opts.storage or None, metadata_enable=opts.metadata_enable)
-        require_meta_fields(self.table)
         self.store = StateStore(self.location, opts.storage or None)
         #: the instant the user started the stream at: late instants completed before it are not delivered
         #: startingInstant and endingInstant as this table's instant times (timestamps read in its timeline zone)

@@ -80,8 +80,11 @@ def convert(src: Path, dest: Path, fmt: str) -> Path:
         p.unlink()
         p.with_name(f".{p.name}.crc").unlink(missing_ok=True)
         names[p.name] = new.name
+    # the metadata table still lists the parquet names: the copy is a table without one, listed from the store
+    shutil.rmtree(dest / ".hoodie" / "metadata", ignore_errors=True)
     props = dest / ".hoodie" / "hoodie.properties"
-    lines = [ln for ln in props.read_text().splitlines() if not ln.startswith("hoodie.table.base.file.format=")]
+    lines = [ln for ln in props.read_text().splitlines() if not ln.startswith(("hoodie.table.base.file.format=",
+                                                                                "hoodie.table.metadata.partitions"))]
     props.write_text("\n".join(lines + [f"hoodie.table.base.file.format={fmt.upper()}"]) + "\n")
     timeline = dest / HudiTable(str(dest)).config.timeline_dir
     for f in (p for p in timeline.iterdir() if p.is_file()):

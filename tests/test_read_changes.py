@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from stream_sim import make_reader, run_batches
 
-from hudi_streaming import DataLossError, OptionError, SchemaChangeError, UnsupportedTableError, read_changes
+from hudi_streaming import DataLossError, OptionError, SchemaChangeError, read_changes
 from hudi_streaming.hoodie.table import HudiTable
 from hudi_streaming.monitor.monitor import MonitorOptions, StreamMonitor
 
@@ -82,10 +82,6 @@ def test_read_changes_equals_the_stream(name, tmp_path):
     zip_path = DATA / ("hudi" if name in ORACLE else "tables") / f"{name}.zip"
     table = _table_root(zip_path, tmp_path)
     assert table is not None
-    if not HudiTable(str(table)).config.populate_meta_fields:
-        with pytest.raises(UnsupportedTableError, match="populate.meta.fields=false"):
-            read_changes(str(table))
-        return
     points = _frontiers(table)
     if not points:
         assert read_changes(str(table)).num_rows == 0

@@ -70,12 +70,21 @@ def duplicates(rows: list[dict]) -> list:
     return [k for k, n in c.items() if n > 1]
 
 
-def apply_upserts(rows: list[dict]) -> dict[str, dict]:
-    """The table state a consumer builds by applying upserts and deletes in delivery order."""
+def record_key(row: dict, key_fields: list[str] | None = None) -> str:
+    """A row's record key: ``_hoodie_record_key``, or on a table without meta fields its key fields' values."""
+    return row["_hoodie_record_key"] if key_fields is None else ",".join(str(row[f]) for f in key_fields)
+
+
+def apply_upserts(rows: list[dict], key_fields: list[str] | None = None) -> dict[str, dict]:
+    """The table state a consumer builds by applying upserts and deletes in delivery order (within a batch, in
+    commit order: ``_hoodie_commit_time``, or ``_commit_version`` on a table without meta fields)."""
     state: dict[str, dict] = {}
-    order = sorted(rows, key=lambda r: (r["_batch"], r["_hoodie_commit_time"] or "", r["_change_type"] != "delete"))
+
+    def commit(r: dict) -> str:
+        return r.get("_hoodie_commit_time") or f"{r.get('_commit_version') or 0:020d}"
+    order = sorted(rows, key=lambda r: (r["_batch"], commit(r), r["_change_type"] != "delete"))
     for r in order:
-        key = r["_hoodie_record_key"]
+        key = record_key(r, key_fields)
         if r["_change_type"] == "delete":
             state.pop(key, None)
         elif r["_change_type"] != "update_preimage":
@@ -94,9 +103,10 @@ def _plain(v):
     return v
 
 
-def state_differences(state: dict[str, dict], snapshot: pa.Table, ignore=("_hoodie_file_name",)) -> list[str]:
+def state_differences(state: dict[str, dict], snapshot: pa.Table, ignore=("_hoodie_file_name",),
+                      key_fields: list[str] | None = None) -> list[str]:
     """Keys whose delivered state differs from the table's snapshot (missing, extra, or other values)."""
-    expected = {r["_hoodie_record_key"]: r for r in snapshot.to_pylist()}
+    expected = {record_key(r, key_fields): r for r in snapshot.to_pylist()}
     out = [f"missing {k}" for k in sorted(set(expected) - set(state))]
     out += [f"extra {k}" for k in sorted(set(state) - set(expected))]
     for k in sorted(set(expected) & set(state)):

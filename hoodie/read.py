@@ -149,7 +149,8 @@ def read_table(url: str, *, columns: list[str] | None = None, as_of: str | None 
                read_optimized: bool = False, start: str | None = None, end: str | None = None,
                partition_filter: PartitionFilter | None = None, filters: FilterArg | None = None,
                storage_options: dict | None = None,
-               merge_type: MergeTypeArg | MergeType = MergeType.PAYLOAD_COMBINE) -> pa.Table:
+               merge_type: MergeTypeArg | MergeType = MergeType.PAYLOAD_COMBINE,
+               metadata_enable: bool = True) -> pa.Table:
     """The rows of the Hudi table at ``url`` as one Arrow table: a snapshot (the latest, or as of an instant), a
     read-optimized read, or an incremental read of an instant range (see the module docstring).
 
@@ -176,6 +177,8 @@ def read_table(url: str, *, columns: list[str] | None = None, as_of: str | None 
         merge_type: ``"payload_combine"`` merges each record's versions by the table's merge rules (Hudi's
             default); ``"skip_merge"`` returns each file slice's base rows and then its log records (deletes left
             out), unmerged.
+        metadata_enable: take the file listing from the table's metadata table where it can serve it (Hudi's
+            ``hoodie.metadata.enable``); False lists the store.
 
     Raises :class:`OptionError` for a bad argument (an unknown column, a partition filter naming fields that
     are not partition fields, a filter naming an unknown column or operator, an unknown ``merge_type``),
@@ -186,7 +189,7 @@ def read_table(url: str, *, columns: list[str] | None = None, as_of: str | None 
         merge = MergeType(merge_type)
     except ValueError:
         raise OptionError(f"read_table: merge_type={merge_type!r}; use 'payload_combine' or 'skip_merge'") from None
-    table = HudiTable(url, storage_options)
+    table = HudiTable(url, storage_options, metadata_enable=metadata_enable)
     full = table.arrow_schema(as_of)
     if columns is not None:
         unknown = [c for c in columns if c not in full.names]

@@ -120,7 +120,8 @@ def read_changes(url: str, start: str | None = None, end: str | None = None, *, 
                  deletes: DeletesArg = "emit", columns: list[str] | None = None,
                  partition_filter: Partitions | None = None, filters: FilterArg | None = None,
                  drop_carryovers: bool = False, carryover_ignore_columns: list[str] | None = None,
-                 timeline_zone: str | None = None, storage_options: dict | None = None) -> pa.Table:
+                 timeline_zone: str | None = None, storage_options: dict | None = None,
+                 metadata_enable: bool = True) -> pa.Table:
     """What changed in the Hudi table at ``url`` after instant ``start`` up to instant ``end``, with change types.
 
     The rows are those a stream started just after ``start`` with ``endingInstant=end`` delivers, in its order:
@@ -152,6 +153,8 @@ def read_changes(url: str, start: str | None = None, end: str | None = None, *, 
             whose timeline is LOCAL (Hudi's default: the writer's zone, which the table does not record); this
             process's zone when None. A UTC timeline is read in UTC, and another zone given for it is refused.
         storage_options: fsspec options for the table's store.
+        metadata_enable: take the file listings from the table's metadata table where it can serve them (Hudi's
+            ``hoodie.metadata.enable``); False lists the store.
 
     Raises :class:`OptionError` for a bad argument (an unknown column, a malformed instant, an unknown
     ``deletes`` value), :class:`DataLossError` when the cleaner already removed files the range needs.
@@ -163,7 +166,7 @@ def read_changes(url: str, start: str | None = None, end: str | None = None, *, 
         mode = Deletes(deletes)
     except ValueError:
         raise OptionError(f"read_changes: deletes={deletes!r}; use 'emit', 'ignore' or 'fail'") from None
-    table = HudiTable(url, storage_options)
+    table = HudiTable(url, storage_options, metadata_enable=metadata_enable)
     unknown = [f for f in partition_filter or {} if f not in table.config.partition_fields]
     if unknown:
         raise OptionError(f"read_changes: partition_filter names {', '.join(unknown)}, not a partition field of "

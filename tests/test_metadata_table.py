@@ -217,3 +217,26 @@ def test_impossible_files_record_names_its_file(key, record, words):
     from hudi_streaming.hoodie.metadata_table import _entries
     with pytest.raises(CorruptFileError, match=f"^files/x.hfile: metadata record {key!r} .*{words}"):
         _entries(record, key, "files/x.hfile")
+
+
+@pytest.mark.parametrize("api", ["read_table", "read_changes"])
+def test_python_reads_take_the_option(built, api, monkeypatch):
+    """``read_table`` and ``read_changes`` take ``metadata_enable`` (Hudi's ``hoodie.metadata.enable``): the same
+    rows either way, listed from the store when False."""
+    import importlib
+    module = importlib.import_module("hudi_streaming.hoodie.read" if api == "read_table"
+                                     else "hudi_streaming.monitor.feed")
+    made: list[HudiTable] = []
+
+    class Recording(HudiTable):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(module, "HudiTable", Recording)
+    rows = {}
+    for enable in (True, False):
+        made.clear()
+        rows[enable] = getattr(module, api)(str(built), metadata_enable=enable).sort_by("_hoodie_record_key")
+        assert made and all((t.files_index() is not None) is enable for t in made)
+    assert rows[True].num_rows and rows[True].equals(rows[False])

@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from hudi_streaming.hoodie.table import HudiTable
 from hudi_streaming.writer import create_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "hudi_oracle"))
@@ -91,3 +92,18 @@ def test_null_partitions_and_filters_decided_by_partitions(pushdown, tmp_path):
 def spark_filters(df) -> bool:
     """Whether Spark's physical plan filters the rows itself."""
     return re.search(r"(^|[\s*)-])Filter ", df._jdf.queryExecution().executedPlan().toString(), re.M) is not None
+
+
+@pytest.mark.parametrize("mode", ["upsert", "changelog"])
+def test_a_range_read_is_pruned_too(pushdown, tmp_path, mode):
+    """``spark.read`` of a range reads the change feed: its splits are pruned by the same filters."""
+    url = oracle_table("mor_v9_part_multi", tmp_path)
+    first = HudiTable(url).timeline.completed_writes()[0]
+    df = (pushdown.read.format("hudi_streaming").option("startingInstant", first.completion_time)
+          .option("readMode", mode).option("emitDeletes", "true").load(url))
+    where = "region = 'b' AND _change_type <> 'insert'"
+    expected = rows(df.filter(where))
+    assert expected, f"{where} selects no change; choose one that does"
+    spoil_partition(url, "a/0")
+    spoil_partition(url, "c/1")
+    assert rows(df.filter(where)) == expected

@@ -279,7 +279,10 @@ def open_files_index(data_storage: Storage, config: TableConfig, timeline: Timel
                         f"{latest.requested_time} is not a completed instant of {METADATA_FOLDER}")
     valid = {e.requested_time for e in timeline.active.completed()}
     valid |= {t for t, e in mdt_done.items() if t.startswith(_SOLO_COMMIT_PREFIX) or e.is_log_compaction}
-    return FilesIndex(storage, mdt_config, mdt_timeline, frozenset(valid), timeline.is_archived)
+    index = FilesIndex(storage, mdt_config, mdt_timeline, frozenset(valid), timeline.is_archived)
+    if not index.slices:  # Hudi initialises the partition with its first slice: none is no listing of nothing
+        return Unusable(f"{METADATA_FOLDER}/{FILES_PARTITION} holds no completed file slice")
+    return index
 
 
 _fallbacks_logged: set[tuple[str, str]] = set()

@@ -149,6 +149,11 @@ def test_missing_metadata_table_falls_back(table_copy):
     assert "no metadata table" in _reason(table_copy)
 
 
+def test_empty_files_partition_falls_back(table_copy):
+    shutil.rmtree(table_copy / ".hoodie" / "metadata" / "files")
+    assert "holds no completed file slice" in _reason(table_copy)
+
+
 def test_metadata_table_behind_falls_back(table_copy):
     """The metadata table lacks the data table's latest instant: its listing would miss that write's files."""
     table = HudiTable(str(table_copy))

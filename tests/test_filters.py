@@ -109,10 +109,9 @@ def test_filtered_change_feeds_equal_the_feed_then_filtered(name, tmp_path):
 
 
 # -- partition pruning, exactly -------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def nulls_table(tmp_path_factory) -> str:
-    """A table whose partitions include Hudi's default partition, for null and empty values."""
-    path = str(tmp_path_factory.mktemp("filters") / "t")
+def write_nulls_table(path: str) -> str:
+    """A table whose partitions include Hudi's default partition, for null and empty values: keys k 1-5 in
+    y/m = 2024/01, 2024/'' , 2025/null (d null too), 2025/02, 2026/02."""
     schema = pa.schema([("k", pa.int64()), ("y", pa.int32()), ("m", pa.string()), ("d", pa.date32())])
     w = create_table(path, "nulls", schema, record_key="k", partition_fields=["y", "m"], hive_style=False,
                      version=9, table_type="COPY_ON_WRITE")
@@ -120,6 +119,11 @@ def nulls_table(tmp_path_factory) -> str:
     w.upsert(pa.table({"k": [1, 2, 3, 4, 5], "y": [2024, 2024, 2025, 2025, 2026], "m": ["01", "", None, "02", "02"],
                        "d": [day, day, None, day, day]}, schema=schema))
     return path
+
+
+@pytest.fixture(scope="module")
+def nulls_table(tmp_path_factory) -> str:
+    return write_nulls_table(str(tmp_path_factory.mktemp("filters") / "t"))
 
 
 def partitions(table: HudiTable) -> list[str]:

@@ -3,19 +3,17 @@ unfiltered read then filtered, and partitions that cannot match are really not r
 unreadable, and the filtered read still succeeds)."""
 from __future__ import annotations
 
-import datetime
 import re
 import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from hudi_streaming.hoodie.table import HudiTable
-from hudi_streaming.writer import create_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "hudi_oracle"))
 from fixture import FOLDER, HudiFixture  # noqa: E402
+from test_filters import write_nulls_table  # noqa: E402
 
 PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
 
@@ -71,14 +69,7 @@ def test_without_pushdown_the_spoiled_partition_is_read(spark, tmp_path):
 
 
 def test_null_partitions_and_filters_decided_by_partitions(pushdown, tmp_path):
-    path = str(tmp_path / "t")
-    schema = pa.schema([("k", pa.int64()), ("y", pa.int32()), ("m", pa.string()), ("d", pa.date32())])
-    w = create_table(path, "nulls", schema, record_key="k", partition_fields=["y", "m"], hive_style=False,
-                     version=9, table_type="COPY_ON_WRITE")
-    day = datetime.date(2024, 1, 1)
-    w.upsert(pa.table({"k": [1, 2, 3, 4, 5], "y": [2024, 2024, 2025, 2025, 2026], "m": ["01", "", None, "02", "02"],
-                       "d": [day, day, None, day, day]}, schema=schema))
-    df = pushdown.read.format("hudi_streaming").load(path)
+    df = pushdown.read.format("hudi_streaming").load(write_nulls_table(str(tmp_path / "t")))
     assert sorted(r.k for r in df.filter("m IS NULL").collect()) == [3]
     assert sorted(r.k for r in df.filter("m = ''").collect()) == [2]
     assert sorted(r.k for r in df.filter("y = 2025 AND d IS NULL").collect()) == [3]

@@ -245,3 +245,13 @@ def test_python_reads_take_the_option(built, api, monkeypatch):
         rows[enable] = getattr(module, api)(str(built), metadata_enable=enable).sort_by("_hoodie_record_key")
         assert made and all((t.files_index() is not None) is enable for t in made)
     assert rows[True].num_rows and rows[True].equals(rows[False])
+
+
+def test_damaged_base_hfile_is_named(table_copy):
+    """A damaged metadata file fails the listing by name (it is not read as an empty listing)."""
+    from hudi_streaming.errors import CorruptFileError
+    base = next(p for p in (table_copy / ".hoodie" / "metadata" / "files").glob("*.hfile"))
+    data = base.read_bytes()
+    base.write_bytes(data[:-4096] + bytes(4096))  # the trailer zeroed
+    with pytest.raises(CorruptFileError, match=f"{base.name}: HFile trailer magic missing"):
+        HudiTable(str(table_copy)).file_system_view()

@@ -130,23 +130,29 @@ def evaluate(f: Filter, leaf: Callable[[Compare], Outcomes]) -> Outcomes:
     return _combine((evaluate(p, leaf) for p in f.parts), _or3, False)
 
 
-def _family(v: Any) -> type | None:
+def _family(v: Any) -> str | None:
     """Values of one family compare as the engines compare them; across families nothing is decided (Python's
-    ``1 == "1"`` is False, an engine would cast or refuse)."""
+    ``1 == "1"`` and a zone-less datetime's ``==`` with a zoned one are False where an engine would cast or
+    refuse; a float and a decimal compare exactly in Python, not as an engine casts them)."""
     if isinstance(v, bool):
-        return bool
-    if isinstance(v, (int, float, decimal.Decimal)):
-        return None if isinstance(v, float) and math.isnan(v) else decimal.Decimal  # NaN orders differently
+        return "bool"
+    if isinstance(v, int):
+        return "int"
+    if isinstance(v, float):
+        return None if math.isnan(v) else "float"  # NaN orders differently in Spark and pyarrow
+    if isinstance(v, decimal.Decimal):
+        return None if v.is_nan() else "decimal"
     if isinstance(v, datetime.datetime):
-        return datetime.datetime
+        return "datetime" if v.tzinfo is None else "zoned datetime"
     for t in (datetime.date, str, bytes):
         if isinstance(v, t):
-            return t
+            return t.__name__
     return None
 
 
 def _comparable(a: Any, b: Any) -> bool:
-    return _family(a) is not None and _family(a) is _family(b)
+    fa, fb = _family(a), _family(b)
+    return fa is not None and fb is not None and (fa == fb or {fa, fb} in ({"int", "float"}, {"int", "decimal"}))
 
 
 def value_outcomes(c: Compare, v: Any) -> Outcomes:

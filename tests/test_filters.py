@@ -6,6 +6,7 @@ one selects some rows and leaves out others; what each one pruned is printed (``
 from __future__ import annotations
 
 import datetime
+import decimal
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 from hudi_streaming import hoodie
 from hudi_streaming.errors import OptionError
 from hudi_streaming.hoodie.filters import (
+    ALL,
     And,
     ColumnStats,
     Compare,
@@ -27,6 +29,7 @@ from hudi_streaming.hoodie.filters import (
     negate,
     pushed_filters,
     stats_may_match,
+    value_outcomes,
     value_partition_columns,
 )
 from hudi_streaming.hoodie.read import plan_slices
@@ -154,6 +157,18 @@ def test_partitions_kept_are_exactly_those_that_can_match(nulls_table):
     # a data column, or a value of another type, decides nothing
     assert len(kept(nulls_table, Compare("k", "=", 1))) == 5
     assert len(kept(nulls_table, Compare("y", "=", "2025"))) == 5
+    assert len(kept(nulls_table, Compare("y", "=", 2025.0))) == 2  # an int and a float compare as numbers
+
+
+def test_values_of_different_kinds_decide_nothing():
+    zoned = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    assert value_outcomes(Compare("t", "=", datetime.datetime(2024, 1, 1)), zoned) == ALL  # Python says False
+    assert value_outcomes(Compare("t", "!=", zoned), zoned) == {False}
+    assert value_outcomes(Compare("x", "=", decimal.Decimal("0.1")), 0.1) == ALL
+    assert value_outcomes(Compare("x", "<", decimal.Decimal("0.5")), 0) == {True}
+    assert value_outcomes(Compare("x", "=", float("nan")), 1.0) == ALL
+    assert value_outcomes(Compare("x", "in", (1, None)), 2) == {False, None}  # pyarrow: False, SQL: null
+    assert value_outcomes(Compare("x", "not in", (1,)), None) == {True, None}
 
 
 def test_decided_only_when_every_partition_is_all_or_nothing(nulls_table):

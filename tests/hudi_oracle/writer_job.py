@@ -154,7 +154,7 @@ class Shape:
         if kind == "vector":
             out.append([float(i), float(g), i / 4, -1.0])
         if kind == "variant":
-            # the variant binary encoding of the short string "i<g>" (header 0x01 | size << 2) with empty metadata
+            # the variant binary encoding of the short string "<i>-<g>" (header 0x01 | size << 2), empty metadata
             text = f"{i}-{g}".encode()
             out.append((bytes([1 | len(text) << 2]) + text, bytes([1, 0, 0])))
         if kind == "blob":

@@ -178,6 +178,13 @@ class TableConfig(BaseModel):
     merge_mode: MergeMode
     #: a null field of a newer record keeps the older record's value (:data:`NULLS_KEEP_VALUES_PAYLOADS`)
     nulls_keep_values: bool = False
+    #: partial update mode FILL_UNAVAILABLE: a field of a newer record holding this marker keeps the older value
+    #: (Debezium's ``__debezium_unavailable_value`` for a column its change event did not carry)
+    unavailable_marker: str | None = None
+    #: a record whose ``delete_field`` holds ``delete_marker`` is a delete (RFC-97's custom delete marker: AWS DMS's
+    #: ``Op`` = ``D``, Debezium's ``_change_operation_type`` = ``d``), besides ``_hoodie_is_deleted``
+    delete_field: str | None = None
+    delete_marker: str | None = None
     #: Hudi merges the table by its 0.x payload class's rules (log records preCombined by ordering value; see
     #: hoodie.merge); otherwise by the 1.x rules of its merge mode
     legacy_merge: bool = False
@@ -260,6 +267,10 @@ class TableConfig(BaseModel):
         timeline_path = _folder(props, "hoodie.timeline.path", "timeline", where)
         partial_mode = (props.get("hoodie.table.partial.update.mode") or "").upper()
         _refuse_unread_merge_properties(props, partial_mode, where)
+        delete_field, delete_marker = props.get(DELETE_FIELD) or None, props.get(DELETE_MARKER) or None
+        if (delete_field is None) != (delete_marker is None):
+            raise CorruptFileError(f"{where}: {DELETE_FIELD} and {DELETE_MARKER} come together; only "
+                                   f"{DELETE_FIELD if delete_field else DELETE_MARKER} is set")
         create_schema = props.get("hoodie.table.create.schema") or None
         # the table's schema until a commit carries one: checked here so the error names this file
         problem = record_schema_problem(create_schema) if create_schema is not None else None
@@ -282,6 +293,8 @@ class TableConfig(BaseModel):
             merge_mode=_infer_merge_mode(props, version, payload, ordering, where),
             legacy_merge=_legacy_merge(props, version, payload),
             nulls_keep_values=payload in NULLS_KEEP_VALUES_PAYLOADS or partial_mode == "IGNORE_DEFAULTS",
+            unavailable_marker=props.get(UNAVAILABLE_VALUE) if partial_mode == "FILL_UNAVAILABLE" else None,
+            delete_field=delete_field, delete_marker=delete_marker,
             hive_style_partitioning=_bool(props.get("hoodie.datasource.write.hive_style_partitioning"), False),
             url_encode_partitions=_bool(props.get("hoodie.datasource.write.partitionpath.urlencode"), False),
             drop_partition_columns=_bool(props.get("hoodie.datasource.write.drop.partition.columns"), False),
@@ -295,24 +308,33 @@ class TableConfig(BaseModel):
 
 
 #: partial update modes read as Hudi merges them: KEEP_VALUES (a partial block's missing columns keep the earlier
-#: values: IS_PARTIAL blocks) and IGNORE_DEFAULTS (a null keeps the earlier value: ``nulls_keep_values``)
-READ_PARTIAL_MODES = ("", "KEEP_VALUES", "IGNORE_DEFAULTS")
+#: values: IS_PARTIAL blocks), IGNORE_DEFAULTS (a null keeps the earlier value: ``nulls_keep_values``) and
+#: FILL_UNAVAILABLE (a marker keeps the earlier value: ``unavailable_marker``)
+READ_PARTIAL_MODES = ("", "KEEP_VALUES", "IGNORE_DEFAULTS", "FILL_UNAVAILABLE")
 #: table properties of a version-9 merge (RFC-97) that change which records win or count as deletes
 MERGE_PROPERTY_PREFIX = "hoodie.record.merge.property."
+DELETE_FIELD = MERGE_PROPERTY_PREFIX + "hoodie.payload.delete.field"
+DELETE_MARKER = MERGE_PROPERTY_PREFIX + "hoodie.payload.delete.marker"
+UNAVAILABLE_VALUE = MERGE_PROPERTY_PREFIX + "hoodie.write.partial.update.unavailable.value"
+#: the merge properties read (every other one is refused by name)
+READ_MERGE_PROPERTIES = (DELETE_FIELD, DELETE_MARKER, UNAVAILABLE_VALUE)
 
 
 def _refuse_unread_merge_properties(props: dict[str, str], partial_mode: str, where: str) -> None:
     """A merge rule this reader does not apply would give other rows than Hudi without a word: a partial update
-    mode that fills columns from markers or defaults (FILL_UNAVAILABLE, IGNORE_MARKERS, FILL_DEFAULTS: Debezium's
-    ``__debezium_unavailable_value``), or a merge property such as a custom delete field and marker (tables AWS
-    DMS wrote, upgraded to version 9). Refused by name until read."""
+    mode that fills columns from other markers or from defaults (IGNORE_MARKERS, FILL_DEFAULTS), FILL_UNAVAILABLE
+    without its marker, or a merge property this reader does not know. Refused by name until read."""
     if partial_mode not in READ_PARTIAL_MODES:
         raise UnsupportedTableError(f"{where}: hoodie.table.partial.update.mode={partial_mode} is not supported "
                                     f"(supported: {', '.join(m for m in READ_PARTIAL_MODES if m)})")
-    unread = sorted(k for k, v in props.items() if k.startswith(MERGE_PROPERTY_PREFIX) and v)
+    if partial_mode == "FILL_UNAVAILABLE" and not props.get(UNAVAILABLE_VALUE):
+        raise UnsupportedTableError(f"{where}: hoodie.table.partial.update.mode=FILL_UNAVAILABLE without "
+                                    f"{UNAVAILABLE_VALUE}: the marker of an unavailable value is unknown")
+    unread = sorted(k for k, v in props.items()
+                    if k.startswith(MERGE_PROPERTY_PREFIX) and v and k not in READ_MERGE_PROPERTIES)
     if unread:
         raise UnsupportedTableError(f"{where}: merge property {unread[0]}={props[unread[0]]} is not supported (a "
-                                    "custom delete marker or merge rule this reader does not apply)")
+                                    "merge rule this reader does not apply)")
 
 
 def is_zone(name: str) -> bool:

@@ -223,6 +223,8 @@ def read_schema(table: HudiTable, full: pa.Schema, columns: list[str] | None, in
         return full
     cfg = table.config
     need = list(columns) + [RECORD_KEY] + cfg.record_key_fields + cfg.ordering_fields + [IS_DELETED]
+    if cfg.delete_field is not None:
+        need.append(cfg.delete_field)
     if incremental:
         need.append(COMMIT_TIME)
     return pa.schema([f for f in full if f.name in set(need)])

@@ -32,6 +32,7 @@ from .merge import BaseMerge, LogRecords, MergeRules, commit_time_deletes, merge
 from .scanner import InstantRange, ScanStats, scan_blocks, timed, timed_steps
 from .spill import DEFAULT_BUDGET_BYTES, SpillBuffer
 from .table import COMMIT_TIME, IS_DELETED, OPERATION, RECORD_KEY, HudiTable
+from .timestamp_repair import repair_base, repair_block
 
 
 class MergeType(str, enum.Enum):
@@ -62,10 +63,48 @@ def align(table: pa.Table, schema: pa.Schema) -> pa.Table:
     for f in schema:
         if f.name in table.column_names:
             col = table.column(f.name)
-            cols.append(col if col.type == f.type else col.cast(f.type))
+            cols.append(col if col.type == f.type else _cast(col, f.type))
         else:
             cols.append(pa.nulls(table.num_rows, f.type))
     return pa.Table.from_arrays(cols, schema=schema)
+
+
+def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """``col`` as ``target``. A struct whose fields cannot be null may still hold nulls in them below null structs
+    (a parquet writer stores a null struct's required fields as nulls: Hudi 1.2's BLOB ``reference`` after a
+    compaction), which Arrow's cast refuses; those are dropped there, and any other null is refused."""
+    try:
+        return col.cast(target)
+    except pa.ArrowInvalid:
+        if not pa.types.is_struct(target):
+            raise
+    relaxed = col.cast(_nullable(target))
+    return pa.chunked_array([_required(chunk, target) for chunk in relaxed.chunks], target)
+
+
+def _nullable(t: pa.DataType) -> pa.DataType:
+    """``t`` with every field of its structs nullable."""
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _nullable(f.type), True, f.metadata) for f in t])
+    return t
+
+
+def _required(arr: pa.Array, t: pa.DataType, hidden: pa.Array | None = None, nullable: bool = True) -> pa.Array:
+    """``arr`` (of ``_nullable(t)``) as ``t``: the nulls of a field that cannot be null (``nullable`` False) are
+    dropped where a struct above it is null (``hidden``), refused anywhere else."""
+    mask = arr.is_null()
+    if not nullable and arr.null_count:
+        if hidden is None or not pc.all(pc.or_(pc.invert(mask), hidden)).as_py():
+            raise pa.ArrowInvalid(f"a field of type {t} that cannot be null is null in a struct that is not")
+    if pa.types.is_struct(t):
+        below = mask if hidden is None else pc.or_(mask, hidden)
+        children = [_required(arr.field(i), f.type, below, f.nullable) for i, f in enumerate(t)]
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask if nullable and arr.null_count else None)
+    if nullable or not arr.null_count:
+        return arr
+    if pa.types.is_nested(t):
+        raise pa.ArrowInvalid(f"a nested field of type {t} that cannot be null is null below a null struct")
+    return pa.Array.from_buffers(t, len(arr), [None, *arr.buffers()[1:]], offset=arr.offset)
 
 
 @dataclass
@@ -303,11 +342,14 @@ def _base_pieces(req: SliceRead, fs: FileSlice) -> Iterator[pa.Table]:
             del batch  # not kept alive by the loop while the next batch is read
             while n >= PIECE_ROWS:
                 n -= PIECE_ROWS
-                yield commit_times(req, align(renamed(_first_rows(held, PIECE_ROWS), renames), req.schema),
-                                   fs.base_file.instant)
+                yield _aligned_base(req, renamed(_first_rows(held, PIECE_ROWS), renames), fs.base_file.instant)
         if n:
-            yield commit_times(req, align(renamed(pa.Table.from_batches(held), renames), req.schema),
-                               fs.base_file.instant)
+            yield _aligned_base(req, renamed(pa.Table.from_batches(held), renames), fs.base_file.instant)
+
+
+def _aligned_base(req: SliceRead, rows: pa.Table, instant: str) -> pa.Table:
+    """Base file rows in the read's schema: mislabelled millisecond timestamps repaired, commit times filled."""
+    return commit_times(req, align(repair_base(rows, req.schema), req.schema), instant)
 
 
 def commit_times(req: SliceRead, t: pa.Table, instant: str | None) -> pa.Table:
@@ -385,8 +427,9 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
             renames = req.table.renames(block.instant_time) if block.instant_time else {}
             with timed(stats, "log_decode_seconds"):
                 raw = renamed(decode_data_block(block, columns=_stored_names(schema.names, renames)), renames)
+            raw = repair_block(raw, schema, block.schema_json)
             t = commit_times(req, align(raw, schema), block.instant_time)
-            d = _deleted_flags(raw)
+            d = _deleted_flags(raw, cfg)
             o = req.ordering_arrays(t)
             c = commit_time_deletes(d, o)
             from_block.append(np.zeros(t.num_rows, bool))
@@ -394,6 +437,8 @@ def _log_records(req: SliceRead, blocks: list[LogBlock], stats: ScanStats | None
                 partial_rows.append((offset, t.num_rows, set(raw.column_names)))
             if cfg.nulls_keep_values:
                 null_rows.append((offset, _null_fields(t, d)))
+            if cfg.unavailable_marker is not None:
+                null_rows.append((offset, _marked_fields(t, d, cfg.unavailable_marker)))
         buffer.append(t)
         keys.append(req.key_array(t))
         ordering.append(o)
@@ -431,8 +476,26 @@ def _null_fields(t: pa.Table, deleted: np.ndarray) -> dict[str, np.ndarray]:
             for name in t.column_names if not name.startswith("_hoodie_") and t.column(name).null_count}
 
 
-def _deleted_flags(t: pa.Table) -> np.ndarray:
+def _marked_fields(t: pa.Table, deleted: np.ndarray, marker: str) -> dict[str, np.ndarray]:
+    """Per string column holding the unavailable-value marker (partial update mode FILL_UNAVAILABLE), the records
+    (deletes left out) where it does: those keep the column's earlier value, as Hudi's merge fills them."""
+    out = {}
+    for name in t.column_names:
+        col = t.column(name)
+        if not name.startswith("_hoodie_") and pa.types.is_string(col.type):
+            hits = pc.fill_null(pc.equal(col, marker), False).to_numpy(zero_copy_only=False) & ~deleted
+            if hits.any():
+                out[name] = hits
+    return out
+
+
+def _deleted_flags(t: pa.Table, config: TableConfig) -> np.ndarray:
+    """Deletes among decoded log records: ``_hoodie_is_deleted``, a delete ``_hoodie_operation``, or the table's
+    custom delete marker in its delete field."""
     flags = np.zeros(t.num_rows, bool)
+    if config.delete_field is not None and config.delete_field in t.column_names:
+        value = pc.cast(t.column(config.delete_field), pa.string())
+        flags |= pc.fill_null(pc.equal(value, config.delete_marker), False).to_numpy(zero_copy_only=False)
     if IS_DELETED in t.column_names:
         flags |= pc.fill_null(t.column(IS_DELETED), False).to_numpy(zero_copy_only=False)
     if OPERATION in t.column_names:

@@ -15,6 +15,7 @@ from .metadata_table import FilesIndex, Unusable, log_fallback, open_files_index
 from .schema_history import SchemaHistory, load_schema_history
 from .storage import FileInfo, Storage
 from .timeline import CommitCheck, Timeline
+from .timestamp_repair import marked, millis_columns
 
 META_COLUMNS = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
                 "_hoodie_partition_path", "_hoodie_file_name"]
@@ -97,7 +98,8 @@ class HudiTable:
             fields += [pa.field(c, pa.string()) for c in self.config.partition_fields if c not in names]
         if self.config.populate_meta_fields:
             fields = [pa.field(c, pa.string()) for c in META_COLUMNS] + fields
-        return pa.schema(fields)
+        # millisecond columns, marked so that readers repair files that label them micros (.timestamp_repair)
+        return marked(pa.schema(fields), millis_columns(avro) if avro else frozenset())
 
     # -- files -----------------------------------------------------------------------------------------------
     def listing(self) -> list[FileInfo]:

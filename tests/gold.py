@@ -21,8 +21,9 @@ def read_gold(folder: Path) -> pa.Table:
 
 def _spark_equivalent(t: pa.DataType) -> pa.DataType:
     """The type our reader returns for a type Spark wrote into a gold file."""
-    if pa.types.is_timestamp(t) and t.tz is None:
-        # Spark writes TimestampType as INT96, which pyarrow reads as naive nanoseconds (UTC instants)
+    if pa.types.is_timestamp(t) and t.tz is None and t.unit == "ns":
+        # Spark writes TimestampType as INT96, which pyarrow reads as naive nanoseconds (UTC instants); a naive
+        # microsecond column is TIMESTAMP_NTZ (INT64, isAdjustedToUTC=false), zone-less on both sides
         return pa.timestamp("us", tz="UTC")
     if pa.types.is_list(t):
         return pa.list_(pa.field("element", _spark_equivalent(t.value_type), t.value_field.nullable))

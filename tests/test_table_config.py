@@ -68,18 +68,31 @@ def test_v9_strategy_and_ordering_fields():
     ("hoodie.record.merge.mode=CUSTOM\n", "hoodie.record.merge.mode=CUSTOM"),
     ("hoodie.bootstrap.base.path=/x\n", "hoodie.bootstrap.base.path"),
     # v9 merge rules (RFC-97) this reader does not apply: refused rather than read with other rows than Hudi's
-    ("hoodie.table.partial.update.mode=FILL_UNAVAILABLE\n", "hoodie.table.partial.update.mode=FILL_UNAVAILABLE"),
+    ("hoodie.table.partial.update.mode=FILL_UNAVAILABLE\n", "FILL_UNAVAILABLE without hoodie.record.merge.property"),
     ("hoodie.table.partial.update.mode=IGNORE_MARKERS\n", "hoodie.table.partial.update.mode=IGNORE_MARKERS"),
     ("hoodie.table.partial.update.mode=FILL_DEFAULTS\n", "hoodie.table.partial.update.mode=FILL_DEFAULTS"),
-    ("hoodie.record.merge.property.hoodie.payload.delete.field=Op\n"
-     "hoodie.record.merge.property.hoodie.payload.delete.marker=D\n",
-     "merge property hoodie.record.merge.property.hoodie.payload.delete.field=Op"),
+    ("hoodie.record.merge.property.some.future.rule=x\n", "merge property hoodie.record.merge.property.some.future"),
 ])
 def test_unsupported_features_name_table_and_property(extra, needle):
     s = _write(f"memory://cfg-unsup-{abs(hash(extra))}", BASE.format(v=9) + extra)
     with pytest.raises(UnsupportedTableError) as e:
         load_table_config(s)
     assert needle in str(e.value) and "cfg-unsup" in str(e.value)
+
+
+def test_v9_merge_properties_are_read():
+    """RFC-97's custom delete marker and Debezium's unavailable-value marker, as a v9 table records them."""
+    s = _write("memory://cfg-v9-markers", BASE.format(v=9) + "hoodie.table.partial.update.mode=FILL_UNAVAILABLE\n"
+               "hoodie.record.merge.property.hoodie.write.partial.update.unavailable.value=__debezium_unavailable_value\n"
+               "hoodie.record.merge.property.hoodie.payload.delete.field=_change_operation_type\n"
+               "hoodie.record.merge.property.hoodie.payload.delete.marker=d\n")
+    c = load_table_config(s)
+    assert (c.unavailable_marker, c.delete_field, c.delete_marker) == (
+        "__debezium_unavailable_value", "_change_operation_type", "d")
+    half = _write("memory://cfg-v9-half",
+                  BASE.format(v=9) + "hoodie.record.merge.property.hoodie.payload.delete.field=Op\n")
+    with pytest.raises(CorruptFileError, match="delete.marker come together"):
+        load_table_config(half)
 
 
 def test_old_table_version_is_refused():

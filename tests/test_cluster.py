@@ -19,10 +19,8 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
@@ -31,6 +29,8 @@ from pathlib import Path
 import pyspark
 import pytest
 from conftest import REPO, Venv
+from support import waits
+from support.waits import free_port
 
 from hudi_streaming import read_table
 from hudi_streaming.hoodie import HudiTable
@@ -72,12 +72,6 @@ def compose_commands(variables: dict[str, str]) -> dict[str, list[str]]:
     # a variable renamed in one place only would quietly leave the compose network's default in the command
     assert used == set(variables), f"{COMPOSE} uses {sorted(used)}, the test sets {sorted(variables)}"
     return commands
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Proc:
@@ -131,12 +125,8 @@ class Proc:
 
 
 def wait_for(condition, what: str, *logs: Proc) -> None:
-    deadline = time.monotonic() + PATIENCE
-    while not condition():
-        if time.monotonic() > deadline:
-            tails = "\n".join(f"--- {p.log.name}\n{p.text()[-3000:]}" for p in logs)
-            raise AssertionError(f"gave up waiting for {what}\n{tails}")
-        time.sleep(0.2)
+    waits.wait_for(condition, what, PATIENCE,
+                   explain=lambda: "\n".join(f"--- {p.log.name}\n{p.text()[-3000:]}" for p in logs))
 
 
 @dataclass

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from support import waits
+from support.waits import free_port
 
 from hudi_streaming import read_table
 from hudi_streaming.hoodie import HudiTable
@@ -52,12 +54,6 @@ PATIENCE = 120.0
 #: inside splits, so the kill and the restart fall inside planned work
 OPTIONS = {"readMode": "changelog", "emitDeletes": "true", "maxRowsPerTrigger": "200"}
 TABLE_NAME = "connect_sink"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ConnectServer:
@@ -101,11 +97,7 @@ class ConnectServer:
 
 
 def wait_for(condition, what: str, server: ConnectServer | None = None) -> None:
-    deadline = time.monotonic() + PATIENCE
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}" + (f"\n{server.tail()}" if server else ""))
-        time.sleep(0.2)
+    waits.wait_for(condition, what, PATIENCE, explain=server.tail if server else lambda: "")
 
 
 def batch_ids(checkpoint: Path, log: str) -> list[int]:

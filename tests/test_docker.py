@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from support import waits
 
 from hudi_streaming import read_table
 from hudi_streaming.hoodie import HudiTable
@@ -165,11 +166,8 @@ class Stack:
 
 
 def wait_for(condition, what: str, stack: Stack, *services: str) -> None:
-    deadline = time.monotonic() + PATIENCE
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}\n" + "\n".join(stack.logs(s) for s in services))
-        time.sleep(1)
+    waits.wait_for(condition, what, PATIENCE, interval=1.0,
+                   explain=lambda: "\n".join(stack.logs(s) for s in services))
 
 
 def test_image_builds_and_the_compose_stack_delivers_each_change_once(tmp_path):

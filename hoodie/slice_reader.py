@@ -33,6 +33,7 @@ from .scanner import InstantRange, ScanStats, scan_blocks, timed, timed_steps
 from .spill import DEFAULT_BUDGET_BYTES, SpillBuffer
 from .table import COMMIT_TIME, IS_DELETED, OPERATION, RECORD_KEY, HudiTable
 from .timestamp_repair import repair_base, repair_block
+from .vectors import bytes_as_vectors, is_vector_cast
 
 
 class MergeType(str, enum.Enum):
@@ -73,6 +74,8 @@ def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
     """``col`` as ``target``. A struct whose fields cannot be null may still hold nulls in them below null structs
     (a parquet writer stores a null struct's required fields as nulls: Hudi 1.2's BLOB ``reference`` after a
     compaction), which Arrow's cast refuses; those are dropped there, and any other null is refused."""
+    if is_vector_cast(col.type, target):
+        return bytes_as_vectors(col, target)
     try:
         return col.cast(target)
     except pa.ArrowInvalid:

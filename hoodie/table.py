@@ -16,6 +16,7 @@ from .schema_history import SchemaHistory, load_schema_history
 from .storage import FileInfo, Storage
 from .timeline import CommitCheck, Timeline
 from .timestamp_repair import marked, millis_columns
+from .vectors import with_vectors
 
 META_COLUMNS = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
                 "_hoodie_partition_path", "_hoodie_file_name"]
@@ -89,7 +90,8 @@ class HudiTable:
     def arrow_schema(self, as_of: str | None = None) -> pa.Schema:
         """The rows' schema: meta columns first (when the table populates them), then the data columns."""
         avro = self.avro_schema(as_of)
-        data = arrow_schema_from_avro(avro) if avro else pa.schema([])
+        # VECTOR columns are decoded as their bytes and returned as arrays (.vectors)
+        data = with_vectors(arrow_schema_from_avro(avro), avro) if avro else pa.schema([])
         fields = [f for f in data if f.name not in META_COLUMNS]
         if self.config.drop_partition_columns:
             # the data files lack the partition columns; readers fill them from the partition path, as strings

@@ -17,6 +17,7 @@ from ..errors import SchemaChangeError
 from ..hoodie.changes import FEED_COLUMNS
 from ..hoodie.logfile.avro_arrow import arrow_schema_from_avro
 from ..hoodie.table import META_COLUMNS
+from ..hoodie.vectors import with_vectors
 
 _WIDENINGS = {
     (pa.int32(), pa.int64()), (pa.int32(), pa.float32()), (pa.int32(), pa.float64()),
@@ -35,7 +36,8 @@ def _widens(old: pa.DataType, new: pa.DataType) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _data_fields(schema_json: str) -> dict[str, pa.DataType]:
-    schema = arrow_schema_from_avro(json.loads(schema_json))
+    avro = json.loads(schema_json)
+    schema = with_vectors(arrow_schema_from_avro(avro), avro)
     return {f.name: f.type for f in schema if f.name not in META_COLUMNS}
 
 

@@ -259,11 +259,6 @@ class _SchemaConverter:
         size = node.get("size")
         if not isinstance(size, int) or size < 0:
             raise UnsupportedTableError(f"Avro schema: fixed {name} has invalid size {size!r}")
-        if node.get("logicalType") == "vector":
-            # Hudi 1.2's VECTOR: Spark reads it as an array of its element type; read as the plain fixed bytes it
-            # would come back as binary, which no reader of the table expects
-            raise UnsupportedTableError(f"Avro schema: {where} is a VECTOR({node.get('dimension')}) of "
-                                        f"{node.get('elementType')} (Hudi 1.2), which this reader does not read yet")
         decode_json: dict = {"type": "fixed", "name": name, "size": size}  # a decimal's raw bytes too
         decimal = _decimal_type(node, max_bytes=size)
         if decimal is None:  # Spark reads a plain fixed as BinaryType

@@ -24,7 +24,7 @@ from matrix import configurations  # noqa: E402
 def generate(only: list[str] | None, work: Path, dest: Path, log: Path | None = None) -> dict[str, str]:
     """Write and pack the configurations; returns name → "ok" or Hudi's error."""
     env = ensure()
-    configs = configurations(include_pending=True)
+    configs = configurations()
     wanted = [n for n in configs if not only or n in only]
     unknown = set(only or []) - set(configs)
     if unknown:

@@ -209,17 +209,7 @@ def _variants() -> list[tuple[str, dict]]:
     add("mor_v9_nested_parquet_log", schema="nested", log="parquet")
     add("mor_v9_occ", scenario="concurrent")
     add("cow_v9_occ", type="cow", scenario="concurrent")
-    return out
-
-
-def _pending_variants() -> list[tuple[str, dict]]:
-    """The configurations of issue 26, generated outside ``tests/data/hudi`` until our reader handles them: each
-    joins :func:`_variants` once its zip lands there."""
-    out: list[tuple[str, dict]] = []
-
-    def add(name: str, **changes) -> None:
-        out.append((name, changes))
-
+    # issue 26: what Hudi's writers and table services do that a reader must follow
     v6 = {"writer": "0.15", "version": 6}
     for wname, w in (("v9", {}), ("v8", {"version": 8}), ("v6_015", v6)):
         add(f"mor_{wname}_log_compaction", services=["log_compact"], scenario="long", **w)
@@ -247,11 +237,10 @@ def _pending_variants() -> list[tuple[str, dict]]:
     return out
 
 
-def configurations(include_pending: bool = False) -> dict[str, dict]:
-    """Every configuration by name, each complete (the baseline with its changes applied); ``include_pending``:
-    with the configurations not yet in ``tests/data/hudi`` (:func:`_pending_variants`)."""
+def configurations() -> dict[str, dict]:
+    """Every configuration by name, each complete (the baseline with its changes applied)."""
     out = {}
-    for name, changes in _variants() + (_pending_variants() if include_pending else []):
+    for name, changes in _variants():
         assert name not in out, f"configuration {name} defined twice"
         unknown = set(changes) - set(BASELINE)
         assert not unknown, f"{name}: unknown dimensions {unknown}"

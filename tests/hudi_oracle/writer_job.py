@@ -576,7 +576,7 @@ def main() -> None:
         spark.stop()
         return
     wanted = set(filter(None, args.only.split(",")))
-    todo = [c for c in configurations(include_pending=True).values()
+    todo = [c for c in configurations().values()
             if c["writer"] == args.writer and (not wanted or c["name"] in wanted)]
     spark = session(args.jar)
     spark.sparkContext.setLogLevel("ERROR")

@@ -28,7 +28,7 @@ import json
 import logging
 import posixpath
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -79,27 +79,38 @@ def metadata_partitions(config: TableConfig) -> tuple[frozenset[str], frozenset[
     return names("hoodie.table.metadata.partitions"), names("hoodie.table.metadata.partitions.inflight")
 
 
-class FilesIndex:
-    """The ``files`` partition as of the metadata table's latest valid instant.
+class MetadataPartition:
+    """One partition of the metadata table as of its latest valid instant: the latest slice of each of its file
+    groups, their base HFiles read by key or key prefix, their log files read whole (they are small: the
+    metadata table compacts them), and the records of both in Hudi's merge order.
 
-    Opening it reads the metadata table's properties and timeline and lists its ``files`` folder; each
-    query reads the base HFiles' trailer and load-on-open section once, then only the data blocks of the keys
-    asked for, and the log files whole (they are small: the metadata table compacts them).
-    """
+    ``record_names``: Avro unions of several records decode as ``(record name, value)`` (the statistics' value
+    wrappers say a value's type only by their name), other unions as their value."""
 
     def __init__(self, storage: Storage, config: TableConfig, timeline: Timeline, valid: frozenset[str],
-                 archived: Callable[[str], bool]):
+                 archived: Callable[[str], bool], name: str = FILES_PARTITION, *, record_names: bool = False):
         """``valid``: the instants whose blocks count (with the metadata table's own timeline saying they
         completed); ``archived``: whether an instant is older than the data table's active timeline, which
         counts too (only completed instants are archived; Hudi's writers never archive past the metadata
         table's last compaction, but a table archived otherwise must still list right)."""
-        self.storage, self.config, self.timeline = storage, config, timeline
+        self.storage, self.config, self.timeline, self.name = storage, config, timeline, name
         self._valid = valid
         self._archived = archived
-        view = FileSystemView(config, timeline, storage.list_dir(FILES_PARTITION))
+        self._record_names = record_names
+        view = FileSystemView(config, timeline, storage.list_dir(name))
         self.slices: list[FileSlice] = view.latest_merged_slices()
         self._readers: dict[str, HFileReader] = {}
         self._logs: list[tuple[str, Any, str]] | None = None
+        self._siblings: dict[tuple[str, bool], MetadataPartition] = {}
+
+    def sibling(self, name: str, *, record_names: bool = False) -> MetadataPartition:
+        """Another partition of the same metadata table, as of the same instants (opened once: its listing and
+        log records are read once per timeline load, however many queries plan with it)."""
+        key = (name, record_names)
+        if key not in self._siblings:
+            self._siblings[key] = MetadataPartition(self.storage, self.config, self.timeline, self._valid,
+                                                    self._archived, name, record_names=record_names)
+        return self._siblings[key]
 
     def _usable(self, instant: str) -> bool:
         return self.timeline.is_committed(instant) and (instant in self._valid or self._archived(instant))
@@ -113,6 +124,9 @@ class FilesIndex:
                                               f"{self.storage.url}/{path}")
         return self._readers[path]
 
+    def _decode(self, value: memoryview, schema: Any, where: str) -> Any:
+        return _decode(value, schema, where, self._record_names)
+
     def _log_records(self) -> list[tuple[str, Any, str]]:
         """Every counted log record of the latest slices, oldest first: ``(key, HoodieMetadataRecord, block)``,
         with None for a key a DELETE block removes. Read once per index."""
@@ -123,35 +137,57 @@ class FilesIndex:
                 for block in blocks:
                     if block.type is BlockType.HFILE_DATA:
                         schema = _schema(block.schema_json or "", block.where())
-                        out.extend((key, _decode(value, schema, block.where()), block.where())
+                        out.extend((key, self._decode(value, schema, block.where()), block.where())
                                    for key, value in read_hfile_cells(block))
                     elif block.type is BlockType.DELETE:
                         out.extend((key, None, block.where()) for key in decode_delete_block(block).record_keys)
                     else:
                         raise CorruptFileError(f"{block.where()}: a {block.type.name} block in the metadata "
-                                               "table's files partition (Hudi writes HFile and delete blocks)")
+                                               f"table's {self.name} partition (Hudi writes HFile and delete "
+                                               "blocks)")
             self._logs = out
         return self._logs
 
-    def _records(self, keys: Iterable[str], scan: bool) -> dict[str, dict[str, _Entry]]:
-        """The merged file entries (tombstones dropped) of ``keys`` that the metadata table holds: the base
-        HFiles read by key (``scan``: read whole, the same records by another path), then the log records."""
-        wanted = set(keys)
-        merged: dict[str, dict[str, _Entry] | None] = {}
+    def records(self, *, keys: Iterable[str] | None = None, prefix: str | None = None,
+                scan: bool = False) -> Iterator[tuple[str, Any, str]]:
+        """The records of ``keys`` (or of the keys starting with ``prefix``) in merge order, ``(key,
+        HoodieMetadataRecord or None for a delete, where it came from)``: each base HFile's, read by key or
+        prefix (``scan``: read whole, the same records by another path), then the log records."""
+        wanted = set(keys) if keys is not None else None
+
+        def match(key: str) -> bool:
+            return key in wanted if wanted is not None else prefix is not None and key.startswith(prefix)
         for s in self.slices:
             reader = self._reader(s)
             if reader is None:
                 continue
             schema = _schema(reader.file_info.get(_HFILE_SCHEMA, b"").decode("utf-8", "replace"), reader.name)
-            cells = (((row, value) for row, value in reader.scan() if row.decode("utf-8", "replace") in wanted)
-                     if scan else reader.lookup(k.encode() for k in wanted).items())
+            if scan:
+                cells: Iterable[tuple[bytes, memoryview]] = (
+                    (row, value) for row, value in reader.scan() if match(row.decode("utf-8", "replace")))
+            elif wanted is not None:
+                cells = reader.lookup(k.encode() for k in wanted).items()
+            else:
+                cells = reader.prefix((prefix or "").encode())
             for row, value in cells:
-                key = row.decode("utf-8", "replace")
-                merged[key] = _combine(merged.get(key),
-                                       _entries(_decode(value, schema, reader.name), key, reader.name))
+                yield row.decode("utf-8", "replace"), self._decode(value, schema, reader.name), reader.name
         for key, record, where in self._log_records():
-            if key in wanted:
-                merged[key] = None if record is None else _combine(merged.get(key), _entries(record, key, where))
+            if match(key):
+                yield key, record, where
+
+
+class FilesIndex(MetadataPartition):
+    """The ``files`` partition: the table's partitions and each partition's files.
+
+    Each query reads the base HFiles' trailer and load-on-open section once, then only the data blocks of the
+    keys asked for."""
+
+    def _records(self, keys: Iterable[str], scan: bool) -> dict[str, dict[str, _Entry]]:
+        """The merged file entries (tombstones dropped) of ``keys`` that the metadata table holds: the base
+        HFiles read by key (``scan``: read whole, the same records by another path), then the log records."""
+        merged: dict[str, dict[str, _Entry] | None] = {}
+        for key, record, where in self.records(keys=keys, scan=scan):
+            merged[key] = None if record is None else _combine(merged.get(key), _entries(record, key, where))
         return {key: {name: e for name, e in entries.items() if not e[1]}
                 for key, entries in merged.items() if entries is not None}
 
@@ -191,10 +227,11 @@ def _schema(schema_json: str, where: str) -> Any:
         raise CorruptFileError(f"{where}: the metadata record schema is not an Avro schema: {e!r}") from e
 
 
-def _decode(value: memoryview, schema: Any, where: str) -> Any:
+def _decode(value: memoryview, schema: Any, where: str, record_names: bool = False) -> Any:
     buf = io.BytesIO(value)
     try:
-        record = fastavro.schemaless_reader(buf, schema, None)
+        record = fastavro.schemaless_reader(buf, schema, None, return_record_name=record_names,
+                                            return_record_name_override=record_names)
     except (ValueError, EOFError, IndexError, OverflowError, TypeError) as e:
         raise CorruptFileError(f"{where}: undecodable metadata record: {e!r}") from e
     if buf.tell() != len(value):
@@ -289,11 +326,11 @@ _fallbacks_logged: set[tuple[str, str]] = set()
 _fallbacks_lock = threading.Lock()
 
 
-def log_fallback(url: str, reason: str) -> None:
+def log_fallback(url: str, reason: str, doing: str = "listing the store, not the metadata table") -> None:
     """Say once per table and reason that its listings come from the store, not its metadata table (a stream
-    re-checks every poll; one line per poll would drown the log)."""
+    re-checks every poll; one line per poll would drown the log), or what else is ``doing`` instead."""
     with _fallbacks_lock:
         first = (url, reason) not in _fallbacks_logged
         _fallbacks_logged.add((url, reason))
     if first:
-        log.info("%s: listing the store, not the metadata table: %s", url, reason)
+        log.info("%s: %s: %s", url, doing, reason)

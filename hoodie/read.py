@@ -17,6 +17,7 @@ import pyarrow as pa
 from ..errors import DataLossError, OptionError
 from .filters import Filter, FilterArg, PartitionPruner, columns_of, filter_rows, pushed_filters
 from .fs_view import FileSlice, parse_base_file, parse_log_file
+from .metadata_stats import SlicePruner
 from .scanner import InstantRange
 from .slice_reader import MergeType, SliceRead, read_slice
 from .table import COMMIT_TIME, IS_DELETED, RECORD_KEY, HudiTable
@@ -118,7 +119,8 @@ def plan_slices(table: HudiTable, *, as_of: str | None = None, start: str | None
     """The file slices a query reads, the instant to merge up to, and the instant range of an incremental read.
 
     ``filters`` prunes the partitions that cannot hold a matching row (:class:`PartitionPruner`, with the rows'
-    ``schema``); the rows of the partitions kept are not filtered here."""
+    ``schema``), then the file slices that the metadata table's record index and statistics rule out
+    (:class:`SlicePruner`); the rows of the slices kept are not filtered here."""
     given = _partition_predicate(table, partition_filter)
     pruner = PartitionPruner(table, filters, schema) if filters is not None else None
     if pruner is not None and not pruner.used:
@@ -142,6 +144,10 @@ def plan_slices(table: HudiTable, *, as_of: str | None = None, start: str | None
     if max_instant is None:
         return [], None, rng
     slices = [s for s in view.latest_merged_slices(max_instant) if keep(s.partition)]
+    if filters is not None and table.files_index() is not None:
+        latest = rng is None and max_instant == table.timeline.latest_write_time()
+        slices = SlicePruner(table, filters, schema if schema is not None else table.arrow_schema(),
+                             latest=latest).prune(slices)
     return slices, max_instant, rng
 
 

@@ -187,7 +187,8 @@ class HudiBatchReader(DataSourceReader):
 
 class HudiFilteringBatchReader(HudiBatchReader):
     """The batch reader with Spark's filter pushdown (PySpark 4.1+, ``spark.sql.python.filterPushdown.enabled``):
-    partitions that cannot hold a matching row are not planned (``hoodie.filters``).
+    partitions that cannot hold a matching row are not planned (``hoodie.filters``), nor file slices that the
+    metadata table's record index or statistics rule out (``hoodie.metadata_stats``).
 
     A class of its own because PySpark refuses every read of a reader that implements ``pushFilters`` while the
     setting is off (``DATA_SOURCE_PUSHDOWN_DISABLED``), and the data source cannot see the setting: Spark asks

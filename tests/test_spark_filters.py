@@ -98,3 +98,24 @@ def test_a_range_read_is_pruned_too(pushdown, tmp_path, mode):
     spoil_partition(url, "a/0")
     spoil_partition(url, "c/1")
     assert rows(df.filter(where)) == expected
+
+
+def test_file_slices_the_metadata_tables_statistics_rule_out_are_not_read(pushdown, tmp_path):
+    """Hudi's ``column_stats`` skip file slices of a non-partitioned table: the slices that ``id < 1`` cannot
+    match are made unreadable and the filtered read still returns the rows."""
+    from hudi_streaming.hoodie.filters import Compare
+    from hudi_streaming.hoodie.read import plan_slices
+
+    url = oracle_table("mor_v9_part_none", tmp_path)
+    where = "id < 1"
+    expected = rows(pushdown.read.format("hudi_streaming").load(url).filter(where))
+    assert expected
+    table = HudiTable(url)
+    every = plan_slices(table)[0]
+    kept = {s.file_id for s in plan_slices(table, filters=Compare("id", "<", 1))[0]}
+    skipped = [s for s in every if s.file_id not in kept]
+    assert kept and skipped
+    for s in skipped:
+        for f in s.files:
+            (Path(url) / f).write_bytes(b"not a data file")
+    assert rows(pushdown.read.format("hudi_streaming").load(url).filter(where)) == expected

@@ -208,8 +208,12 @@ def value_partition_columns(table: HudiTable) -> list[str]:
     """The partition fields whose path value is the column's value (Simple/Complex key generators, a Custom
     one's ``field:simple``). A timestamp key generator's path (``2024/01/01`` for an epoch-millis column) is a
     formatting that ``=`` or a range cannot be checked against, and an unrecorded or user-written key generator
-    may format values any way: their fields prune nothing."""
+    may format values any way: their fields prune nothing. Neither does the field of slash-separated date
+    partitioning (Hudi 1.2: ``yyyy-MM-dd`` written as the path ``yyyy/MM/dd``, known to readers by its
+    partition value extractor)."""
     cfg = table.config
+    if cfg.raw.get("hoodie.table.partition_extractor_class", "").endswith("SlashEncodedDayPartitionValueExtractor"):
+        return []
     kind = (cfg.key_generator or "").rsplit(".", 1)[-1]
     if kind in _VALUE_KEY_GENERATORS:
         return list(cfg.partition_fields)

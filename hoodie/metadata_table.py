@@ -43,7 +43,7 @@ from .logfile.blocks import decode_delete_block, read_hfile_cells
 from .logfile.format import BlockType
 from .scanner import scan_blocks
 from .storage import FileInfo, Storage
-from .timeline import Timeline
+from .timeline import Timeline, TimelineEntry
 from .timeline.instant import Action
 
 log = logging.getLogger(__name__)
@@ -292,6 +292,13 @@ class Unusable:
     reason: str
 
 
+def _restored_too(entry: TimelineEntry, mdt_done: Iterable[TimelineEntry]) -> bool:
+    """Whether a data-table restore was applied to the metadata table: Hudi restores the metadata table inside the
+    data table's restore, under an instant of its own requested after the data table's (on 1.2 and 0.15 alike)."""
+    return entry.action is Action.RESTORE and any(
+        e.action is Action.RESTORE and e.requested_time > entry.requested_time for e in mdt_done)
+
+
 def open_files_index(data_storage: Storage, config: TableConfig, timeline: Timeline,
                      storage_options: dict | None) -> FilesIndex | Unusable:
     """The ``files`` index of the table, or why it cannot serve listings now."""
@@ -310,7 +317,7 @@ def open_files_index(data_storage: Storage, config: TableConfig, timeline: Timel
     mdt_timeline = Timeline.load(storage, mdt_config)
     mdt_done = {e.requested_time: e for e in mdt_timeline.active.completed()}
     synced = [e for e in timeline.active.completed() if e.action in _SYNCED_ACTIONS]
-    if synced and synced[-1].requested_time not in mdt_done:
+    if synced and synced[-1].requested_time not in mdt_done and not _restored_too(synced[-1], mdt_done.values()):
         latest = synced[-1]
         return Unusable(f"the metadata table is behind: the data table's {latest.action.value} "
                         f"{latest.requested_time} is not a completed instant of {METADATA_FOLDER}")

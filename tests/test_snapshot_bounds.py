@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 from conftest import fixture_names
 from stream_sim import make_reader
+from support.planning import round_by_round_splits
 
 from hudi_streaming.hoodie.changes import Deletes, output_schema, read_columns, slice_changes
 from hudi_streaming.hoodie.storage import Storage
@@ -118,19 +119,6 @@ def test_stats_that_count_nothing_fall_back_to_the_files(tmp_path, monkeypatch):
                                                      for s in plan.splits]
 
 
-def _incremental_splits(table: HudiTable) -> list:
-    """A stream's splits from the table's first instant, one round per instant (replaced groups as deletes)."""
-    mon = StreamMonitor(table, MonitorOptions(replaced_as_deletes=True))
-    cursor, splits = None, []
-    for _ in range(200):
-        plan = mon.plan_next(cursor, 1)
-        if not plan.instants:
-            return splits
-        splits += plan.splits
-        cursor = plan.cursor
-    raise AssertionError("more than 200 rounds")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", fixture_names())
 def test_every_snapshot_and_replaced_split_yields_at_most_its_bound(name, unzip_fixture):
@@ -139,7 +127,7 @@ def test_every_snapshot_and_replaced_split_yields_at_most_its_bound(name, unzip_
     table = HudiTable(str(unzip_fixture(name).table))
     splits = StreamMonitor(table, MonitorOptions(replaced_as_deletes=True)).plan_snapshot().splits
     if table.config.populate_meta_fields:
-        splits += [s for s in _incremental_splits(table) if s.replaced_by]
+        splits += [s for s in round_by_round_splits(table) if s.replaced_by]
     out = output_schema(table.arrow_schema(), None)
     columns = read_columns(table, out)
     for split in splits:

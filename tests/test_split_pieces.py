@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import fixture_names
+from support.planning import round_by_round_splits
 
 from hudi_streaming.hoodie import slice_reader
 from hudi_streaming.hoodie.changes import Deletes, output_schema, read_columns, slice_changes
@@ -72,26 +73,13 @@ def _stream_splits(table: HudiTable) -> list:
     return StreamMonitor(table, MonitorOptions(replaced_as_deletes=True)).plan_snapshot().splits
 
 
-def _incremental_splits(table: HudiTable) -> list:
-    """The splits of a stream that starts before the first instant: one round per instant."""
-    mon = StreamMonitor(table, MonitorOptions(replaced_as_deletes=True))
-    cursor, splits = None, []
-    for _ in range(200):
-        plan = mon.plan_next(cursor, 1)
-        if not plan.instants:
-            break
-        splits += plan.splits
-        cursor = plan.cursor
-    return splits
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", fixture_names())
 def test_a_split_streamed_in_pieces_delivers_the_same_changes_and_resumes_anywhere(name, unzip_fixture,
                                                                                    monkeypatch):
     table = HudiTable(str(unzip_fixture(name).table))
     # a stream refuses tables without meta fields (StreamDriver): only their snapshot is read in splits
-    splits = (_incremental_splits(table) if table.config.populate_meta_fields else []) + _stream_splits(table)
+    splits = (round_by_round_splits(table) if table.config.populate_meta_fields else []) + _stream_splits(table)
     out = output_schema(table.arrow_schema(), None)
     columns = read_columns(table, out)
     for changelog in (False, True):

@@ -12,6 +12,7 @@
   workers, a Python streaming source's runner). :func:`tree` follows it by parent pid (PySpark's worker daemon
   puts itself in a process group of its own); :class:`PeakRss` samples its summed RSS, and its PSS, which
   counts the pages a forked worker shares with its daemon once (a sum of RSS counts them twice).
+* **Spark jobs**: :func:`tasks_of` (the tasks of a query's or a read's jobs).
 * **Timing**: :func:`best_of`, :func:`pct`.
 * **Reports**: :func:`mib`, :func:`size`, :func:`ratio`, :func:`verdict`, :func:`load`.
 """
@@ -150,7 +151,8 @@ def pss(pid: int) -> int:
 
 class PeakRss:
     """The peak of the summed RSS of ``root``'s process tree, sampled every ``interval`` s by a thread, with the
-    split by :func:`spark_role` at that peak (``split``: role → (bytes, processes)). Every ``pss_every``-th
+    split by :func:`spark_role` at that peak (``split``: role → (bytes, processes)) and each role's own peak
+    (``role_peak``: role → bytes; a role's processes summed, e.g. the streaming source's runner). Every ``pss_every``-th
     sample also sums the tree's PSS (dearer to read: the kernel walks each process's page tables), whose peak
     (``peak_pss``) counts the pages forked workers share once. ``stop()`` returns ``(peak bytes, split)``."""
 
@@ -158,6 +160,7 @@ class PeakRss:
         self.root, self.interval, self.pss_every = root, interval, pss_every
         self.peak, self.peak_pss, self.samples = 0, 0, 0
         self.split: dict[str, tuple[int, int]] = {}
+        self.role_peak: dict[str, int] = {}
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -169,6 +172,11 @@ class PeakRss:
             if self.samples % self.pss_every == 0:
                 self.peak_pss = max(self.peak_pss, sum(pss(pid) for pid in procs))
             self.samples += 1
+            roles: dict[str, int] = collections.Counter()
+            for p in procs.values():
+                roles[spark_role(p, self.root)] += p.rss
+            for role, rss in roles.items():
+                self.role_peak[role] = max(self.role_peak.get(role, 0), rss)
             if total > self.peak:
                 split: dict[str, tuple[int, int]] = {}
                 for p in procs.values():
@@ -182,6 +190,18 @@ class PeakRss:
         self._done.set()
         self._thread.join()
         return self.peak, self.split
+
+
+# -- Spark jobs ------------------------------------------------------------------------------------------------
+
+def tasks_of(tracker, jobs: list[int]) -> list[int]:
+    """The tasks of each of these Spark jobs (every stage's), in job order, from ``sc.statusTracker()``."""
+    out = []
+    for job in sorted(jobs):
+        info = tracker.getJobInfo(job)
+        stages = [tracker.getStageInfo(s) for s in (info.stageIds if info else [])]
+        out.append(sum(s.numTasks for s in stages if s is not None))
+    return out
 
 
 # -- timing ----------------------------------------------------------------------------------------------------

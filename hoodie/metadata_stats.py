@@ -269,7 +269,10 @@ def _read_stats(part: MetadataPartition, columns: Iterable[str], partitions: Ite
             if raw is None or raw.get("isDeleted"):
                 continue
             where_key = (by_id[key[len(prefix):len(prefix) + 12]], raw["fileName"])
-            out.setdefault(where_key, {})[column] = _column_stats(raw, ftype)
+            bounds = _column_stats(raw, ftype)
+            if kind == _PARTITION_STATS_TYPE:  # counts over the files that had the column (see SlicePruner)
+                bounds = ColumnStats(bounds.min, bounds.max)
+            out.setdefault(where_key, {})[column] = bounds
     return out
 
 
@@ -356,7 +359,14 @@ class SlicePruner:
     """Which file slices of ``table`` may hold a row matching ``filter``, from its metadata table.
 
     ``latest``: the slices are the latest snapshot's (only then does the record index, which knows where each
-    key is now, say where a key was)."""
+    key is now, say where a key was).
+
+    Null counts cover only the rows written with the column: a file written before a column was added has no
+    statistics for it (its slice is kept), but a partition's statistics are summed over the files that had the
+    column, and a table version 6 log file holds the blocks of several writes, some maybe without the column,
+    whose statistics Hudi merges with the others'. Their rows read as null, so there only the bounds of the
+    non-null values are used, never the null counts (found on ``mor_v9_evolve``: ``extra IS NULL`` would have
+    skipped a partition whose older files lack ``extra``)."""
 
     def __init__(self, table: HudiTable, filter: Filter, schema: pa.Schema, *, latest: bool):
         self.table, self.filter, self.schema, self.latest = table, filter, schema, latest
@@ -399,6 +409,9 @@ class SlicePruner:
         per_file = [fstats.get((s.partition, n)) for n in names]
         if not names or any(p is None for p in per_file):
             return True
+        if self.table.config.version < 8 and s.log_files:  # see the class docstring
+            per_file = [p if p is None or i == 0 and s.base_file is not None
+                        else {c: ColumnStats(v.min, v.max) for c, v in p.items()} for i, p in enumerate(per_file)]
         merged = {c: union(p[c] for p in per_file if p is not None) if all(p is not None and c in p for p in per_file)
                   else ColumnStats() for c in self.columns}
         return stats_may_match(self.filter, merged)

@@ -119,10 +119,9 @@ def _expression(f: Filter) -> pc.Expression:
     return {"=": field == f.value, "<": field < f.value, ">": field > f.value, ">=": field >= f.value}[f.op]
 
 
-def check_skipping(name: str, tmp_path: Path) -> Counter:
+def check_skipping(name: str, url: str) -> Counter:
     """Every predicate's skipped slices hold no matching row; returns slices planned/total per kind of
     predicate, with statistics and without (the metadata table off)."""
-    url = _materialize(name, tmp_path)
     table, listed = HudiTable(url), HudiTable(url, metadata_enable=False)
     slices, rows = _slice_rows(table)
     everything = pa.concat_tables(rows.values()) if rows else table.arrow_schema().empty_table()
@@ -148,7 +147,7 @@ def _report(name: str, counts: Counter) -> None:
 
 @pytest.mark.parametrize("name", FAST)
 def test_skipped_slices_hold_no_matching_row(name, tmp_path):
-    counts = check_skipping(name, tmp_path)
+    counts = check_skipping(name, _materialize(name, tmp_path))
     _report(name, counts)
     # the statistics skip something beyond the partitions on these tables (column_stats is complete there)
     assert sum(v for (k, w), v in counts.items() if w == "planned") < \
@@ -158,7 +157,28 @@ def test_skipped_slices_hold_no_matching_row(name, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in WITH_METADATA if n not in FAST])
 def test_skipped_slices_hold_no_matching_row_everywhere(name, tmp_path):
-    _report(name, check_skipping(name, tmp_path))
+    _report(name, check_skipping(name, _materialize(name, tmp_path)))
+
+
+def _states(name: str, tmp_path: Path):
+    """The table after each step, and while each step was under way (its later instants pending, the metadata
+    table possibly holding their delta commits already)."""
+    fx = HudiFixture(FOLDER / f"{name}.zip", tmp_path)
+    for step in range(len(fx.steps)):
+        for visible in range(len(fx.new_instants(step)) + 1):
+            what = f"{name} step {step}, {visible} of its instants completed"
+            yield what, str(fx.materialize_between(step, visible, tmp_path / "table")) if step else \
+                str(fx.materialize(step, tmp_path / "table"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mor_v9_compaction", "mor_v9_pending_compaction", "mor_v9_deletes",
+                                  "mor_v9_clustering", "mor_v9_evolve", "mor_v9_rename_drop", "mor_v8_compaction",
+                                  "cow_v9_overwrite", "mor_v9_rli"])
+def test_skipping_holds_after_and_during_every_step(name, tmp_path):
+    for what, url in _states(name, tmp_path):
+        if HudiTable(url).timeline.latest_write_time() is not None:
+            check_skipping(what, url)
 
 
 @pytest.mark.parametrize("name", ["mor_v9_basic"])
@@ -173,6 +193,29 @@ def test_filtered_reads_equal_the_read_then_filtered(name, tmp_path):
         assert sorted(map(repr, got.to_pylist())) == sorted(map(repr, expected.to_pylist())), dnf
 
 
+def _key_slices(rows: dict[tuple[str, str], pa.Table]) -> dict[str, tuple[str, str]]:
+    return {k: key for key, part in rows.items() for k in part.column(RECORD_KEY).to_pylist()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", RLI)
+def test_record_index_after_and_during_every_step(name, tmp_path):
+    """Key by key as of each state of the table: pending writes' entries, which the metadata table may hold
+    already, are not taken."""
+    for what, url in _states(name, tmp_path):
+        table = HudiTable(url)
+        if table.timeline.latest_write_time() is None:
+            continue
+        where = _key_slices(_slice_rows(table)[1])
+        part = open_metadata_partition(table, RECORD_INDEX)
+        if part is None:
+            continue
+        assert lookup_keys(part, list(where) + ["no such key"]) == where, what
+        for key, group in where.items():
+            planned = plan_slices(table, filters=Compare(RECORD_KEY, "=", key))[0]
+            assert [(s.partition, s.file_id) for s in planned] == [group], f"{what}: {key}"
+
+
 @pytest.mark.parametrize("name", RLI)
 def test_record_index_finds_each_key_where_the_table_holds_it(name, tmp_path):
     """Each key of the latest snapshot: the record index names the slice that holds it, a key filter plans
@@ -180,7 +223,7 @@ def test_record_index_finds_each_key_where_the_table_holds_it(name, tmp_path):
     url = _materialize(name, tmp_path)
     table = HudiTable(url)
     slices, rows = _slice_rows(table)
-    where = {k: key for key, part in rows.items() for k in part.column(RECORD_KEY).to_pylist()}
+    where = _key_slices(rows)
     part = open_metadata_partition(table, RECORD_INDEX)
     assert part is not None
     found = lookup_keys(part, list(where) + ["no such key"])

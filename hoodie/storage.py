@@ -182,7 +182,7 @@ class Storage:
         raise _retry.ShortRead(f"read {got} of {expected} bytes")
 
     @_credentials_checked
-    def open(self, rel: str, mode: str = "rb"):
+    def open(self, rel: str, mode: str = "rb") -> Any:
         """The file opened by fsspec; on an object store, reads of a file opened for reading are retried (see
         :class:`_RetryingFile`)."""
         full = self.full(rel)

@@ -330,7 +330,7 @@ class StreamDriver:
         self.table.reload()
         self.target = self.monitor.latest_cursor()
 
-    def _append(self, splits, n_instants: int) -> None:
+    def _append(self, splits: Iterable[Split], n_instants: int) -> None:
         st = self.state
         rnd = st.next_round
         for s in splits:

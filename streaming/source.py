@@ -92,10 +92,10 @@ class _Refusal(DataSourceStreamReader):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         raise self.error
 
-    def partitions(self, start: dict, end: dict):
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         raise self.error
 
-    def read(self, partition: InputPartition):
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         raise self.error
 
 
@@ -106,7 +106,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.spark_schema = schema
         self._driver: StreamDriver | None = None
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict:
         return {"opts": self.opts, "spark_schema": self.spark_schema, "_driver": None}
 
     # -- driver side -------------------------------------------------------------------------------------------
@@ -139,10 +139,10 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                  max_bytes=getattr(limit, "max_bytes", None))
         return dict(self.driver.latest_offset(cast(Offset, start) or make_offset(0, 0), spark_limit))
 
-    def reportLatestOffset(self):
-        return self.driver.metrics()
+    def reportLatestOffset(self) -> dict:
+        return dict(self.driver.metrics())
 
-    def partitions(self, start: dict, end: dict):
+    def partitions(self, start: dict, end: dict) -> list[FileGroupPartition]:
         return self.driver.partitions(cast(Offset, start), cast(Offset, end), FileGroupPartition)
 
     def commit(self, end: dict) -> None:
@@ -153,7 +153,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             log.info("hudi_streaming: stopped at %s", self._driver.state.cursor)
 
     # -- executor side -----------------------------------------------------------------------------------------
-    def read(self, partition: InputPartition):
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         o = self.opts
         # the query's schema, fixed at its start: later added columns are left out, widened ones cast back
         yield from _read_task(o, _planned(partition), to_arrow_schema(self.spark_schema, timezone="UTC"),
@@ -178,10 +178,10 @@ class HudiBatchReader(DataSourceReader):
         return plan_batch_read(self.opts, to_arrow_schema(self.spark_schema, timezone="UTC"), FileGroupPartition,
                                filters)
 
-    def partitions(self):
+    def partitions(self) -> list[FileGroupPartition]:
         return self._planned if self._planned is not None else self._plan()
 
-    def read(self, partition: InputPartition):
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         yield from _read_task(self.opts, _planned(partition), to_arrow_schema(self.spark_schema, timezone="UTC"))
 
 

@@ -18,7 +18,7 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 import fastavro
 import pyarrow as pa
@@ -230,7 +230,11 @@ def _unwrap(branch: tuple[str, dict] | None) -> tuple[str | None, Any]:
 
 # --- Avro records -----------------------------------------------------------------------------------------
 
-def _layout(block: LogBlock, layout):
+#: what a layout check of a block's content finds
+_L = TypeVar("_L")
+
+
+def _layout(block: LogBlock, layout: Callable[[memoryview], _L]) -> _L:
     """``layout(content)`` of ``block``, its :class:`_Malformed` as a :class:`CorruptFileError` naming the block."""
     try:
         return layout(memoryview(block.content))

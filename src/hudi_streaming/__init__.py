@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     CorruptFileError,
@@ -56,7 +56,7 @@ _LAZY = {"read_table": "hoodie.read", "HudiTable": "hoodie.table", "read_changes
          "HudiStreamingDataSource": "streaming.data_source"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'hudi_streaming' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)

@@ -13,6 +13,10 @@ import os
 import sys
 import tempfile
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # PySpark (and its JVM) start only when a session is asked for
+    from pyspark.sql import SparkSession
 
 #: the Spark configuration README recommends for this source: Python workers forked from a daemon that has
 #: imported Arrow, PySpark's worker modules and this package once (``hudi_streaming.streaming.daemon``), and
@@ -21,7 +25,7 @@ RECOMMENDED_CONF = {"spark.python.daemon.module": "hudi_streaming.streaming.daem
                     "spark.python.worker.reuse": "true"}
 
 
-def local_spark(app_name: str, master: str = "local[2]", conf: Mapping[str, str] = RECOMMENDED_CONF):
+def local_spark(app_name: str, master: str = "local[2]", conf: Mapping[str, str] = RECOMMENDED_CONF) -> SparkSession:
     """A ``master`` session (reused when one is already running); ``local[2,4]`` tries a failed task up to 4
     times (plain ``local[n]`` never retries one: a crashed Python worker fails the query). ``conf``: settings
     over this module's (``{}``: Spark's own worker daemon)."""

@@ -18,6 +18,15 @@ of its own, as before issue 25.
     python bench/bench_scale.py                             # 1,000 partitions x 20 rows, 1,000 updates, 2 rounds
     python bench/bench_scale.py --partitions 200 --repeat 1  # a smoke run
     python bench/bench_scale.py --keep /tmp/scale           # keep (and reuse) the table
+
+``--hudi``: tables written by Apache Hudi itself instead (metadata table on; ``scale_tables.py``, cached), of each
+``--sizes`` partition count, each local and on S3 (moto behind a proxy adding ``--latency`` per request,
+``scale_s3.py``): time to the first batch and the driver's requests before it, AvailableNow start to end, tasks
+per batch, the source runner's peak RSS, against ``spark.read.parquet``, Hudi's own snapshot read and hudi-rs
+(``scale_hudi.py`` says how each is measured).
+
+    python bench/bench_scale.py --hudi                      # 100 and 1,000 partitions, local and S3
+    python bench/bench_scale.py --hudi --sizes 1000,10000   # a bigger machine
 """
 from __future__ import annotations
 
@@ -31,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import load, ratio  # bench/
+from common import load, ratio, tasks_of  # bench/
 
 TARGET = 1.0  # the stream's speed / spark.read.parquet's, start to end (issue 25)
 
@@ -97,8 +106,17 @@ def main() -> None:
     ap.add_argument("--keep", help="folder to keep (and reuse) the table in")
     ap.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                     help="a source option for the stream, e.g. maxPartitionBytes=1m (repeatable)")
+    ap.add_argument("--hudi", action="store_true", help="tables written by Apache Hudi, local and on S3")
+    ap.add_argument("--sizes", default="100,1000", help="--hudi: partition counts of the tables, comma-separated")
+    ap.add_argument("--latency", type=float, default=0.04, help="--hudi: seconds the S3 proxy adds per request")
+    ap.add_argument("--skip-s3", action="store_true", help="--hudi: local only")
     args = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if args.hudi:
+        from scale_hudi import run  # bench/
+
+        run(sorted(int(n) for n in args.sizes.split(",")), args.latency, args.skip_s3, args.keep)
+        return
     work = Path(args.keep or tempfile.mkdtemp(prefix="bench-scale-"))
     table = work / "table"
     params = {"partitions": args.partitions, "rows_per_partition": args.rows_per_partition, "updates": args.updates}
@@ -125,15 +143,6 @@ def main() -> None:
     tracker = spark.sparkContext.statusTracker()
     base_files = sorted(str(p) for p in table.rglob("*.parquet"))
 
-    def tasks_of(jobs: list[int]) -> list[int]:
-        """The tasks of each of these jobs (every stage's), in job order."""
-        out = []
-        for job in sorted(jobs):
-            info = tracker.getJobInfo(job)
-            stages = [tracker.getStageInfo(s) for s in (info.stageIds if info else [])]
-            out.append(sum(s.numTasks for s in stages if s is not None))
-        return out
-
     def stream_run(i: int) -> tuple[float, int, list[int]]:
         for d in (f"state{i}", f"ck{i}"):
             shutil.rmtree(work / d, ignore_errors=True)
@@ -150,7 +159,8 @@ def main() -> None:
             raise SystemExit(f"the stream failed: {q.exception()}")
         took = time.perf_counter() - t0
         # a query's jobs run in the job group of its run id: here one job per batch, its noop write
-        return took, sum(p["numInputRows"] for p in q.recentProgress), tasks_of(tracker.getJobIdsForGroup(q.runId))
+        jobs = tracker.getJobIdsForGroup(q.runId)
+        return took, sum(p["numInputRows"] for p in q.recentProgress), tasks_of(tracker, jobs)
 
     def parquet_run(i: int) -> tuple[float, int, list[int]]:
         group = f"parquet-{i}"
@@ -159,7 +169,7 @@ def main() -> None:
         spark.read.parquet(*base_files).write.format("noop").mode("overwrite").save()
         took = time.perf_counter() - t0
         # the last job is the read (before it: listing the files in parallel, reading a footer for the schema)
-        return took, rows, tasks_of(tracker.getJobIdsForGroup(group))[-1:]
+        return took, rows, tasks_of(tracker, tracker.getJobIdsForGroup(group))[-1:]
 
     runs = {"spark.read.parquet (base files)": parquet_run, "hudi_streaming AvailableNow": stream_run}
     warm: dict[str, list[tuple[float, int, list[int]]]] = {name: [] for name in runs}

@@ -9,7 +9,10 @@ methods that use them.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader
@@ -19,6 +22,19 @@ from pyspark.sql.types import StructType
 if TYPE_CHECKING:
     from .options import SourceOptions
     from .source import HudiBatchReader
+
+
+@contextlib.contextmanager
+def _importing() -> Iterator[None]:
+    """The package's modules load on first use here, in whatever Python Spark runs (``PYSPARK_PYTHON``): one that
+    lacks a dependency would otherwise fail with a bare ``ImportError`` deep in a worker's trace. Said in one line
+    naming that Python, as the registration module's stand-in says it when even this module cannot load."""
+    try:
+        yield
+    except ImportError as e:
+        raise ImportError(f"hudi_streaming cannot be imported by {sys.executable} ({type(e).__name__}: {e}); "
+                          "install the package and its dependencies into the Python that Spark runs "
+                          "(PYSPARK_PYTHON and PYSPARK_DRIVER_PYTHON)") from e
 
 
 class HudiStreamingDataSource(DataSource):
@@ -31,25 +47,28 @@ class HudiStreamingDataSource(DataSource):
 
     def _opts(self, schema: StructType | None = None) -> SourceOptions:
         """This read's options over those of the catalog table it reads, if any (kept in its schema)."""
-        from .options import parse_options, table_options, user_options
+        with _importing():
+            from .options import parse_options, table_options, user_options
 
         defined = table_options(schema.fields[0].metadata) if schema is not None and schema.fields else {}
         given = {k.lower(): v for k, v in user_options(self.options).items()}
         return parse_options({**{k.lower(): v for k, v in defined.items()}, **given})
 
     def schema(self) -> StructType:
-        from .driver import source_schema
-        from .options import TABLE_OPTIONS_KEY, is_catalog_definition, kept_table_options
+        with _importing():  # the format layer's modules load here, some of them on first use
+            from .driver import source_schema
+            from .options import TABLE_OPTIONS_KEY, is_catalog_definition, kept_table_options
 
-        schema = from_arrow_schema(source_schema(self._opts()))
+            schema = from_arrow_schema(source_schema(self._opts()))
         if is_catalog_definition(self.options):  # CREATE TABLE: keep its options where reads will find them
             first = schema.fields[0]
             first.metadata = {**first.metadata, TABLE_OPTIONS_KEY: json.dumps(kept_table_options(self.options))}
         return schema
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from ..errors import OptionError
-        from .source import HudiStreamReader, _Refusal
+        with _importing():
+            from ..errors import OptionError
+            from .source import HudiStreamReader, _Refusal
 
         opts = self._opts(schema)
         if not opts.state_location:
@@ -61,6 +80,7 @@ class HudiStreamingDataSource(DataSource):
         return HudiStreamReader(opts, schema)
 
     def reader(self, schema: StructType) -> HudiBatchReader:
-        from .source import batch_reader
+        with _importing():
+            from .source import batch_reader
 
         return batch_reader(self._opts(schema), schema)

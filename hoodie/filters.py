@@ -31,10 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import OptionError
-from .table import HudiTable
-
-#: the partition value Hudi writes for a null or empty partition column (``PartitionPathEncodeUtils``)
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+from .table import HIVE_DEFAULT_PARTITION, HudiTable
 
 #: the leaf operators: pyarrow DNF's, plus SQL's null tests, null-safe equality and Spark's string matches
 OPS = frozenset({"=", "!=", "<", "<=", ">", ">=", "in", "not in", "is_null", "not_null", "<=>", "starts_with",

@@ -46,16 +46,16 @@ def _partition_predicate(table: HudiTable, pf: PartitionFilter | None) -> Callab
     return lambda path: all(table.partition_values(path).get(k) in v for k, v in wanted.items())
 
 
-def incremental_instants(table: HudiTable, start: str | None, end: str | None, *,
-                         with_log_compactions: bool = False) -> list[str]:
-    """Requested times of the completed writes in the window, in requested-time order.
+def incremental_instants(table: HudiTable, start: str | None, end: str | None) -> tuple[list[str], list[str]]:
+    """Requested times of the completed writes in the window, in requested-time order, and apart those of its log
+    compactions.
 
     Log compactions are not writes of their own: they repeat earlier blocks' records (which a read of the window
     takes from those blocks), and Hudi's incremental query returns nothing for a window holding only one. Their
     stamp outlives them, though: a full compaction copies the records a log compaction stamped into the base file,
-    and those rows belong to a window that holds the log compaction (``with_log_compactions``: the instants whose
-    rows a read of the window keeps)."""
-    out = []
+    and those rows belong to a window that holds the log compaction (a read keeps the rows of both lists)."""
+    writes: list[str] = []
+    log_compactions: list[str] = []
     v8 = table.config.version >= 8
     when = (lambda e: e.completion_time) if v8 else (lambda e: e.requested_time)  # noqa: E731
     active = table.timeline.completed_writes()
@@ -63,10 +63,9 @@ def incremental_instants(table: HudiTable, start: str | None, end: str | None, *
     need_archive = start is None or not active or start < when(active[0])
     for e in table.timeline.completed_writes(include_archived=need_archive):
         t = when(e)
-        if (start is None or t > start) and (end is None or t <= end) and (with_log_compactions
-                                                                             or not e.is_log_compaction):
-            out.append(e.requested_time)
-    return out
+        if (start is None or t > start) and (end is None or t <= end):
+            (log_compactions if e.is_log_compaction else writes).append(e.requested_time)
+    return writes, log_compactions
 
 
 def planned_metadata(table: HudiTable, instant_time: str) -> CommitMetadata:
@@ -133,14 +132,14 @@ def plan_slices(table: HudiTable, *, as_of: str | None = None, start: str | None
         max_instant = as_of or table.timeline.latest_write_time()
         rng = None
     else:
-        instants = incremental_instants(table, start, end)
+        instants, log_compactions = incremental_instants(table, start, end)
         if not instants:
             return [], None, None
         paths = sorted({p for t in instants for p in planned_metadata(table, t).written_paths()})
         view = table.file_system_view(paths)
         max_instant = max(instants)
-        rng = (InstantRange(instants=frozenset(incremental_instants(table, start, end, with_log_compactions=True)))
-               if table.config.version >= 8 else InstantRange(start=start, end=end))
+        rng = (InstantRange(instants=frozenset(instants + log_compactions)) if table.config.version >= 8
+               else InstantRange(start=start, end=end))
     if max_instant is None:
         return [], None, rng
     slices = [s for s in view.latest_merged_slices(max_instant) if keep(s.partition)]

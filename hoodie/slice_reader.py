@@ -31,7 +31,7 @@ from .logfile.format import BlockType, HeaderKey, LogBlock
 from .merge import BaseMerge, LogRecords, MergeRules, commit_time_deletes, merge_with_base
 from .scanner import InstantRange, ScanStats, scan_blocks, timed, timed_steps
 from .spill import DEFAULT_BUDGET_BYTES, SpillBuffer
-from .table import COMMIT_TIME, IS_DELETED, OPERATION, RECORD_KEY, HudiTable
+from .table import COMMIT_TIME, HIVE_DEFAULT_PARTITION, IS_DELETED, OPERATION, RECORD_KEY, HudiTable
 from .timestamp_repair import repair_base, repair_block
 from .vectors import bytes_as_vectors, is_vector_cast
 
@@ -204,10 +204,6 @@ def slice_pieces(req: SliceRead, fs: FileSlice, stats: ScanStats | None = None, 
         return pieces
     return (Piece(fill(p.rows), None if p.deleted is None else fill(p.deleted),
                   None if p.before is None else fill(p.before)) for p in pieces)
-
-
-#: the value Hudi's key generators write for a null or empty partition field
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 
 def _partition_fill(req: SliceRead, fs: FileSlice) -> Callable[[pa.Table], pa.Table] | None:

@@ -22,6 +22,8 @@ META_COLUMNS = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_k
                 "_hoodie_partition_path", "_hoodie_file_name"]
 COMMIT_TIME, RECORD_KEY, PARTITION_PATH = META_COLUMNS[0], META_COLUMNS[2], META_COLUMNS[3]
 IS_DELETED = "_hoodie_is_deleted"
+#: the partition value Hudi's key generators write for a null or empty partition field (``PartitionPathEncodeUtils``)
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 OPERATION = "_hoodie_operation"
 
 

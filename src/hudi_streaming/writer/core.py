@@ -35,7 +35,7 @@ from ..hoodie.logfile.writer import encode_block, encode_delete_block
 from ..hoodie.merge import LogRecords, commit_time_deletes, fill_ordering, merge_with_base
 from ..hoodie.slice_reader import SliceRead, align, merge_rules
 from ..hoodie.storage import FileInfo, Storage
-from ..hoodie.table import IS_DELETED, HudiTable
+from ..hoodie.table import HIVE_DEFAULT_PARTITION, IS_DELETED, HudiTable
 from . import schema as sch
 from . import services
 from .avro_encode import encode_records
@@ -66,7 +66,6 @@ class WriterOptions(TypedDict, total=False):
     auto_recover: bool
     max_log_block_records: int | None
 
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 STRATEGY_EVENT_TIME = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
 _KEYGEN_CLASS = {"SIMPLE": "org.apache.hudi.keygen.SimpleKeyGenerator",
                  "COMPLEX": "org.apache.hudi.keygen.ComplexKeyGenerator",

@@ -29,8 +29,11 @@ from common import MIB, rss_now, verdict
 from soak import first_write  # the stream starts at the first commit, as the soak's does
 
 from hudi_streaming.hoodie.table import HudiTable
-from hudi_streaming.streaming.driver import BatchLimit, StreamDriver, make_offset, source_schema
+from hudi_streaming.streaming.admission import BatchLimit
+from hudi_streaming.streaming.driver import StreamDriver
+from hudi_streaming.streaming.offsets import make_offset
 from hudi_streaming.streaming.options import parse_options
+from hudi_streaming.streaming.schema import source_schema
 
 SAMPLE_SECONDS = 3.0
 

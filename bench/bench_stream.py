@@ -151,8 +151,8 @@ def task_cpu_split(table: str, files: list[str], repeat: int) -> dict[str, float
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from hudi_streaming.hoodie.slice_reader import SliceRead, slice_pieces
+    from hudi_streaming.streaming.batch_read import plan_batch_read
     from hudi_streaming.streaming.data_source import HudiStreamingDataSource
-    from hudi_streaming.streaming.driver import plan_batch_read
     from hudi_streaming.streaming.source import FileGroupPartition, _task_table
 
     source = HudiStreamingDataSource({"path": table, "stateLocation": "unused", "miniBatchSize": "65536"})

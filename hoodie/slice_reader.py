@@ -146,7 +146,7 @@ class SliceRead:
 
 #: base rows merged at a time. A slice read holds about one piece of its base file (plus its log records), not
 #: the whole file; the pieces are cut at fixed row numbers of the file, so a slice's row order never depends on how
-#: Arrow batches a read. Changing it changes that order: bump the stream's offset version (streaming.driver).
+#: Arrow batches a read. Changing it changes that order: bump the stream's offset version (streaming.offsets).
 PIECE_ROWS = 131_072
 
 

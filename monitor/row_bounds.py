@@ -1,4 +1,4 @@
-"""Upper bounds of the rows a split yields, which the driver's row limit relies on (``streaming.driver.admit``).
+"""Upper bounds of the rows a split yields, which the driver's row limit relies on (``streaming.admission.admit``).
 
 An incremental split is bounded from the write stats of its range (:func:`row_bound`), a whole file slice (a
 snapshot split, or every row of a replaced file group as a delete) from the write stats of the instants that

@@ -56,8 +56,8 @@ class HudiStreamingDataSource(DataSource):
 
     def schema(self) -> StructType:
         with _importing():  # the format layer's modules load here, some of them on first use
-            from .driver import source_schema
             from .options import TABLE_OPTIONS_KEY, is_catalog_definition, kept_table_options
+            from .schema import source_schema
 
             schema = from_arrow_schema(source_schema(self._opts()))
         if is_catalog_definition(self.options):  # CREATE TABLE: keep its options where reads will find them

@@ -1,277 +1,43 @@
-"""The driver side of the source without Spark: which splits each micro-batch (or batch read) delivers.
+"""The driver side of the stream without Spark: its lifecycle, from the start position through polling the
+timeline to the batches it admits, delivers and commits.
 
 It is its own module, apart from the Spark adapter ``source.py``, so that the stream's logic — the start
-position, polling the timeline, the offset arithmetic that admits a batch, grouping a batch into tasks, commits,
-metrics — is one idea that tests can drive without a Spark session. It imports nothing from PySpark:
-``source.py`` turns Spark's ``ReadLimit`` into a :class:`BatchLimit` and wraps each task's input in its
-``InputPartition``.
-
-Offsets are ``{"rec": r, "seq": s, "sid": id, "v": 3}``: every split with a lower sequence number is
-delivered, and split ``s`` up to record ``r``. ``v`` names the order of a split's rows that ``r`` counts in (3:
-per piece of ``hoodie.slice_reader.PIECE_ROWS`` base rows, the untouched rows, then the updated ones; then
-log-only inserts. 2 was the same with the whole base file as one piece); an offset inside a split in another
-order is refused, never misread. ``sid`` names the stream whose state planned the splits. The split queue
-itself lives in the state files (``state/``), written before ``latest_offset`` returns an offset that refers to
-it, because after a crash Spark calls ``partitions(start, end)`` for the uncommitted batch in a new process
-before anything else.
-
-Every offset Spark hands back is checked against the state before it is used (:meth:`StreamDriver._explain`): a
-state folder that is empty, another stream's, or older or newer than Spark's checkpoint is refused with what to
-do, never silently re-planned (which would apply Spark's old offset to new splits: changes lost and doubled).
+position, polling the timeline, late instants and data loss, which splits each micro-batch delivers, commits —
+is one idea that tests can drive without a Spark session. It imports nothing from PySpark. The ideas it uses
+each live in a module of their own: the offsets Spark checkpoints and their check against the state
+(``offsets``), how much one batch takes (``admission``), what every task is given (``tasks``), the progress
+report (``metrics``); a batch read (``batch_read``) and the source's schema (``schema``) need no driver.
 """
 from __future__ import annotations
 
-import datetime
-import json
 import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import TypedDict, TypeVar, cast
+from collections.abc import Iterable
 
 import pyarrow as pa
 
 from .._faults import fault_point
 from ..errors import DataLossError, OptionError, StateError
-from ..hoodie.changes import CommitClock, Deletes, commit_clock, output_schema, read_columns
-from ..hoodie.filters import Filter
-from ..hoodie.read import plan_slices
-from ..hoodie.storage import storage_retries
+from ..hoodie.changes import Deletes
 from ..hoodie.table import HudiTable
-from ..hoodie.timeline import CommitCheck
-from ..monitor.feed import ChangeFeed
 from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
 from ..monitor.rewinds import RewindCheck
 from ..monitor.split import Split
 from ..state import PlannedSplit, StateStore, StreamState
+from .admission import BatchLimit, BatchSummary, admit, too_few
 from .consumer import SplitRange
+from .metrics import SourceMetrics, seconds_between, source_metrics
+from .offsets import Offset, make_offset, served
 from .options import ReadMode, SourceOptions
 from .packing import pack_ranges
+from .tasks import Task, TaskFactory, batch_clock, task_inputs
 
 log = logging.getLogger(__name__)
 
-#: the row order within a split that record offsets count in (see the module docstring)
-OFFSET_VERSION = 3
-
 #: rounds of one instant each that a changelog stream plans per poll (see ``StreamDriver._rounds_per_poll``)
 CHANGELOG_ROUNDS_PER_POLL = 32
-
-#: what the caller makes of one task's input: its ranges, the columns to read, and (v6) the commits
-Task = TypeVar("Task")
-TaskFactory = Callable[[list[SplitRange], pa.Schema, CommitCheck | None, CommitClock], Task]
-
-
-class Offset(TypedDict, total=False):
-    """Spark's offset of this source (see the module docstring); ``sid`` is absent only from the initial one."""
-
-    v: int
-    seq: int
-    rec: int
-    sid: str
-
-
-class BatchSummary(TypedDict):
-    """What an admitted batch holds (see :func:`admit`): the source's ``lastBatch`` metric."""
-
-    splits: int
-    rowsEstimate: int
-    bytesEstimate: int
-    instants: int
-
-
-class SourceMetrics(TypedDict):
-    """The source's progress report (:meth:`StreamDriver.metrics`), as ``query.lastProgress`` shows it."""
-
-    cursor: str | None
-    latestInstant: str | None
-    lagInstants: int
-    lagSeconds: float | None
-    pendingSplits: int
-    pendingRowsEstimate: int
-    pendingBytesEstimate: int
-    lastBatch: BatchSummary | dict
-    lateInstants: int
-    cleanRetainsFrom: str | None
-    retentionHeadroomInstants: int | None
-    blockedByPendingInstant: str | None
-    #: the driver process's retried object-store requests (botocore's and the storage layer's), since it started
-    storageRetries: int
-
-
-_Json = TypeVar("_Json", Offset, SourceMetrics)
-
-
-def canonical(value: _Json) -> _Json:
-    """Spark compares offsets as JSON strings: equal offsets must serialise identically (and a report reads the
-    same every time)."""
-    return cast(_Json, json.loads(json.dumps(value, sort_keys=True)))
-
-
-def make_offset(seq: int, rec: int, sid: str | None = None) -> Offset:
-    """An offset; ``sid`` (the stream's identity) is left out only of the initial offset, which no state owns."""
-    offset = Offset(v=OFFSET_VERSION, seq=seq, rec=rec)
-    if sid:
-        offset["sid"] = sid
-    return canonical(offset)
-
-
-def position(offset: Offset, location: str) -> tuple[int, int]:
-    """(split sequence, record) of an offset; one that points inside a split in another row order is refused."""
-    seq, rec = int(offset["seq"]), int(offset["rec"])
-    if rec and int(offset.get("v", 1)) != OFFSET_VERSION:
-        raise StateError(f"{location}: the checkpoint's offset {offset} points inside a split whose rows an "
-                         f"earlier version of hudi_streaming ordered differently (offset version "
-                         f"{offset.get('v', 1)}, now {OFFSET_VERSION}); finish the batch with that version first")
-    return seq, rec
-
-
-def source_schema(opts: SourceOptions) -> pa.Schema:
-    """The rows the source delivers for these options: the table's columns (projected), meta columns, change type.
-
-    Spark asks for it when the query is defined (``load()``), so the options that name the table's columns and
-    partition fields are checked against the table here: a wrong name fails there, listing the right ones,
-    instead of streaming rows without the columns or no rows at all.
-    """
-    table = HudiTable(opts.path, opts.storage or None, metadata_enable=opts.metadata_enable)
-    schema = table.arrow_schema()
-    data = [n for n in schema.names if not n.startswith("_hoodie_")]
-    for option, names in (("columns", opts.columns), ("carryoverIgnoreColumns", opts.carryover_ignore_columns)):
-        unknown = [c for c in names or [] if c not in schema.names]
-        if unknown:
-            raise OptionError(f"option {option}: {table.url} has no column {', '.join(unknown)}; its columns: "
-                              f"{', '.join(data)}")
-    fields = table.config.partition_fields
-    unknown = [f for f in opts.partition_filter() or {} if f not in fields]
-    if unknown:
-        raise OptionError(f"option partitions: {', '.join(unknown)} is not a partition field of {table.url}; its "
-                          f"partition fields: {', '.join(fields) or 'none (the table is not partitioned)'}")
-    return output_schema(schema, opts.columns)
-
-
-def _task_inputs(table: HudiTable, output: pa.Schema) -> tuple[pa.Schema, CommitCheck | None]:
-    """What every task needs besides its files: the columns to read and, on v6, which instants are committed
-    (as the driver saw the timeline, so tasks need no listing)."""
-    columns = read_columns(table, output)
-    return columns, table.timeline.commit_check() if table.config.version < 8 else None
-
-
-def batch_clock(table: HudiTable, splits: Iterable[Split], zone: str) -> CommitClock:
-    """When the instants a batch delivers became visible (its rows' ``_commit_version`` and ``_commit_timestamp``),
-    from the driver's timeline, once per batch and handed to every task: tasks read no timeline."""
-    return commit_clock(table, (s.slice_range() for s in splits), zone)
-
-
-def _min(a: int | None, b: int | None) -> int | None:
-    vals = [v for v in (a, b) if v]
-    return min(vals) if vals else None
-
-
-@dataclass(frozen=True)
-class BatchLimit:
-    """The bounds of one micro-batch as plain numbers (None: unbounded).
-
-    ``max_rows``: the batch delivers at most this many rows (each split's ``est_rows`` is an upper bound of
-    the rows it yields in the stream's read mode, and the last split is cut at an exact record offset).
-    ``max_bytes``: the files the batch's splits read (each split's ``est_bytes``: its file slice and, for a
-    rewritten base file, the slice before it; a split resumed or cut inside counts in full, as it is read in
-    full) total at most this many bytes, unless one split alone is larger: then the batch is that split.
-    ``max_files``: splits; ``max_instants``: instants of whole planning rounds.
-    """
-
-    max_rows: int | None = None
-    max_files: int | None = None
-    max_bytes: int | None = None
-    max_instants: int | None = None
-
-    def within(self, opts: SourceOptions) -> BatchLimit:
-        """The tighter of this limit (Spark's, for one trigger) and the query's ``max*PerTrigger`` options."""
-        return BatchLimit(_min(opts.max_rows_per_trigger, self.max_rows),
-                          _min(opts.max_splits_per_trigger, self.max_files),
-                          _min(opts.max_bytes_per_trigger, self.max_bytes),
-                          _min(opts.max_instants_per_trigger, self.max_instants))
-
-
-def admit(pending: list[PlannedSplit], seq: int, rec: int, limit: BatchLimit
-          ) -> tuple[tuple[int, int], BatchSummary]:
-    """The end (split, record) of the batch that starts at (``seq``, ``rec``), and what it holds.
-
-    Whole splits are taken while every limit allows. A split whose remaining rows (its row bound minus the
-    records already delivered) do not fit the row budget ends the batch inside it, at record ``skip + budget``:
-    the reader yields at most that range, so a batch never delivers more than ``max_rows`` rows — as long as
-    the splits' ``est_rows`` bound their rows, which the planner makes them do (``monitor.row_bounds.row_bound``). Where
-    a bound exceeds the rows a split really yields, a cut may lie past its end: that batch delivers fewer rows
-    and the next one starts past the end, reads nothing more of the split, and goes on with the next (its
-    remaining bound is ``est_rows - rec``, and a split with nothing left is taken whole, reading no rows). So
-    every batch moves the offset forward and no split is skipped.
-
-    A batch always takes something — one split, or one record of it — so the stream makes progress whatever
-    the limit; only then may it exceed ``max_bytes`` (one split larger than the budget) or ``max_files``/
-    ``max_instants`` (one planning round). An instant counts once per planning round.
-
-    The dict (``lastBatch`` of the metrics): ``splits`` read, ``rowsEstimate`` (the most rows the batch can
-    deliver: its splits' bounds, the cut one up to its cut), ``bytesEstimate`` (the exact bytes of the files
-    its splits read), ``instants``.
-    """
-    rows = files = nbytes = instants = 0
-    rounds: set[int] = set()
-    end_seq, end_rec = seq, rec
-    for p in pending:
-        skip = rec if p.seq == seq else 0
-        left = max(p.split.est_rows - skip, 0)
-        new_round = p.round not in rounds
-        taken_any = (end_seq, end_rec) != (seq, rec)
-        if taken_any and ((limit.max_files and files + 1 > limit.max_files)
-                          or (limit.max_bytes and nbytes + p.split.est_bytes > limit.max_bytes)
-                          or (limit.max_instants and new_round
-                              and instants + p.instants_in_round > limit.max_instants)):
-            break
-        cut = bool(limit.max_rows) and rows + left > (limit.max_rows or 0)
-        if cut:
-            budget = (limit.max_rows or 0) - rows
-            if budget <= 0:  # used up exactly by the splits before (a first split always has a budget)
-                break
-            left, end_seq, end_rec = budget, p.seq, skip + budget
-        else:
-            end_seq, end_rec = p.seq + 1, 0
-        rows += left
-        files += 1
-        nbytes += p.split.est_bytes  # read in full, however few of its rows the batch takes
-        if new_round:
-            rounds.add(p.round)
-            instants += p.instants_in_round
-        if cut:
-            break
-    return (end_seq, end_rec), BatchSummary(splits=files, rowsEstimate=rows, bytesEstimate=nbytes, instants=instants)
-
-
-def plan_batch_read(opts: SourceOptions, output: pa.Schema, make: TaskFactory,
-                    filters: Filter | None = None) -> list[Task]:
-    """``spark.read``: the file slices of a snapshot; for a range (``startingInstant``, exclusive, and
-    ``endingInstant``) the splits of the change feed ``read_changes`` reads (``monitor.feed``), so both return
-    the same rows, in either read mode; packed into tasks as a stream's batch is (``packing``). An empty table or
-    range still gets one (empty) task. ``filters`` (Spark's pushed filters) leaves out the partitions that cannot
-    hold a matching row; Spark still filters the rows."""
-    table = HudiTable(opts.path, opts.storage or None, metadata_enable=opts.metadata_enable)
-    zone = opts.timeline_zone(table.config)
-    first, end = opts.positions(zone)
-    start = None if first in ("earliest", "latest") else first
-    columns, commits = _task_inputs(table, output)
-    if start or end:
-        feed = ChangeFeed(table, changelog=opts.read_mode is ReadMode.CHANGELOG, deletes=opts.deletes,
-                          columns=opts.columns, partition_filter=opts.partition_filter(), end=end, filters=filters)
-        feed.start_after(start)
-        splits = [s for plan in feed.plans() for s in plan.splits]
-    else:
-        slices, max_instant, _ = plan_slices(table, partition_filter=opts.partition_filter(), filters=filters,
-                                             schema=output)
-        mon = StreamMonitor(table, MonitorOptions())
-        # no instant to merge up to (an empty table) comes with no slices
-        splits = [mon.split_of(s, None, max_instant, est_rows=0) for s in slices] if max_instant is not None else []
-    ranges = pack_ranges([[SplitRange(s, 0, None)] for s in splits], opts.packing())
-    clock = batch_clock(table, splits, zone)
-    return [make(r, columns, commits, clock) for r in ranges] or [make([], columns, commits, clock)]
 
 
 class StreamDriver:
@@ -464,7 +230,7 @@ class StreamDriver:
                 <= self.monitor.cursor_key(cursor)]
         for e in late:
             st.late_instants += 1
-            behind = _seconds_between(self.monitor.cursor_of(e), cursor) or 0.0
+            behind = seconds_between(self.monitor.cursor_of(e), cursor) or 0.0
             what = (f"{self.table.url}: instant {e.requested_time} completed at {e.completion_time}, {behind:.3f} s "
                     f"before the stream's cursor {cursor.completion}, and became visible only now (late)")
             if behind > self.opts.late_instant_window_seconds:
@@ -496,32 +262,9 @@ class StreamDriver:
 
     # -- offsets -----------------------------------------------------------------------------------------------
     def _explain(self, offset: Offset) -> tuple[int, int]:
-        """The position of an offset Spark hands back, once the state is shown to have served it.
-
-        Refused (one line naming the state folder, the offset and what to do): an empty state folder with a
-        checkpoint past its start (deleted, moved, mistyped), another stream's state, or a state older or newer
-        than Spark's checkpoint (another query's, or a checkpoint restored from an older copy). Never a silent
-        restart.
-        """
-        st = self.state
-        seq, rec = position(offset, self.location)
-        sid = offset.get("sid")
-        problem = None
-        if self.store.version < 0 and ((seq, rec) != (0, 0) or sid is not None):
-            problem = "holds no state, but Spark's checkpoint is past the start of a stream"
-        elif sid is not None and sid != st.stream_id:
-            problem = f"holds stream {st.stream_id}, but Spark's checkpoint is a position in stream {sid}"
-        elif seq < st.committed_seq:
-            problem = (f"has delivered every split below {st.committed_seq}, but Spark's checkpoint is at split {seq} "
-                       "(the state is newer than the checkpoint)")
-        elif seq > st.next_seq or (seq == st.next_seq and rec > 0):
-            problem = (f"has planned splits below {st.next_seq} only, but Spark's checkpoint is at split {seq} "
-                       "(the state is older than the checkpoint)")
-        if problem:
-            raise StateError(f"stateLocation {self.location} {problem} (offset {json.dumps(offset, sort_keys=True)}): "
-                             "the state folder does not belong to this checkpoint. Restore the stream's own state "
-                             "folder, or start a new stream: a new checkpointLocation and a new stateLocation")
-        return seq, rec
+        """The position of an offset Spark hands back, once the state is shown to have served it (refused
+        otherwise: :func:`.offsets.served`)."""
+        return served(offset, self.state, self.store.version, self.location)
 
     def latest_offset(self, start: Offset, limit: BatchLimit) -> Offset:
         seq, rec = self._explain(start)
@@ -558,8 +301,7 @@ class StreamDriver:
 
     def _too_few(self, pending: list[PlannedSplit], rec: int) -> bool:
         """Fewer rows pending than ``minRowsPerTrigger`` asks for (never in an AvailableNow query)."""
-        least = self.opts.min_rows_per_trigger
-        return least is not None and not self.available_now and sum(p.split.est_rows for p in pending) - rec < least
+        return not self.available_now and too_few(pending, rec, self.opts.min_rows_per_trigger)
 
     def partitions(self, start: Offset, end: Offset, make: TaskFactory) -> list[Task]:
         """The batch ``start``..``end`` as tasks made by ``make``: all ranges of one file group in one task, in
@@ -579,7 +321,7 @@ class StreamDriver:
             skip = s_rec if seq == s_seq else 0
             stop = e_rec if seq == e_seq else None
             groups.setdefault(p.split.group, []).append(SplitRange(p.split, skip, stop))
-        columns, commits = _task_inputs(self.table, self.output)
+        columns, commits = task_inputs(self.table, self.output)
         clock = batch_clock(self.table, (r.split for rs in groups.values() for r in rs), self.zone)
         return [make(r, columns, commits, clock) for r in pack_ranges([r for _, r in sorted(groups.items())],
                                                                       self.opts.packing())]
@@ -593,64 +335,5 @@ class StreamDriver:
             self.store.save(st)
 
     def metrics(self) -> SourceMetrics:
-        """Progress a user reads in ``query.lastProgress`` (Spark shows it as the source's latestOffset).
-
-        Row "estimates" are upper bounds (the splits' ``est_rows``), byte ones the exact sizes of the files the
-        splits read; ``lastBatch`` is described at :func:`admit`.
-        """
-        st = self.state
-        pending = st.pending_from(st.committed_seq)
-        behind, _ = self.monitor.completed_after(st.cursor, known=st.known, floor=self.floor)
-        latest = self.monitor.cursor_of(behind[-1]) if behind else st.cursor
-        retains_from, headroom = self._retention(pending, behind)
-        report = SourceMetrics(cursor=st.cursor.requested if st.cursor else None,
-                               latestInstant=latest.requested if latest else None,
-                               lagInstants=len(behind),
-                               lagSeconds=_seconds_between(st.cursor, latest),
-                               pendingSplits=len(pending),
-                               pendingRowsEstimate=sum(p.split.est_rows for p in pending),
-                               pendingBytesEstimate=sum(p.split.est_bytes for p in pending),
-                               lastBatch=self.last_batch,
-                               lateInstants=st.late_instants,
-                               cleanRetainsFrom=retains_from, retentionHeadroomInstants=headroom,
-                               blockedByPendingInstant=self.blocked_by, storageRetries=storage_retries())
-        return canonical(report)
-
-    def _retention(self, pending: list[PlannedSplit], unplanned: list) -> tuple[str | None, int | None]:
-        """How close the cleaner is to files this stream still needs (Hudi has no reader lease to hold it off).
-
-        (``cleanRetainsFrom``, ``retentionHeadroomInstants``): the newest clean's earliest retained instant, and
-        writes the newest clean retained minus writes since the oldest instant
-        the stream still reads (a pending split's, or the first completed one not yet planned) — at 0 or
-        below, the next clean of the same policy may remove them, and a warning is logged while the data is
-        still there. A stream that has caught up needs only the newest slices, which every clean keeps.
-        """
-        retention = self.table.timeline.clean_retention()
-        if retention is None:
-            return None, None
-        retains_from, kept = retention
-        needed = [min(p.split.instants or [p.split.max_instant]) for p in pending]
-        needed += [e.requested_time for e in unplanned]
-        if not needed:
-            return retains_from, kept
-        oldest = min(needed)
-        since = sum(1 for e in self.table.timeline.completed_writes() if e.requested_time >= oldest)
-        headroom = kept - since
-        if headroom <= 0:
-            log.warning("hudi_streaming: %s: the cleaner keeps the last %d writes (from %s); this stream still reads "
-                        "from %s, %d writes back: the next clean may remove files it needs", self.table.url, kept,
-                        retains_from, oldest, since)
-        return retains_from, headroom
-
-
-def _seconds_between(a: Cursor | None, b: Cursor | None) -> float | None:
-    """Time between two instants (completion times where known), from their yyyyMMddHHmmssSSS strings."""
-    if a is None or b is None:
-        return None
-    def parse(c: Cursor) -> datetime.datetime:
-        t = (c.completion or c.requested)[:17].ljust(17, "0")
-        return datetime.datetime.strptime(t[:14], "%Y%m%d%H%M%S") + datetime.timedelta(milliseconds=int(t[14:]))
-    try:
-        return round((parse(b) - parse(a)).total_seconds(), 3)
-    except ValueError:
-        return None
+        """Progress a user reads in ``query.lastProgress`` (:func:`.metrics.source_metrics`)."""
+        return source_metrics(self.table, self.monitor, self.state, self.floor, self.last_batch, self.blocked_by)

@@ -1,7 +1,7 @@
 """The Spark Python data source ``hudi_streaming``: stream and batch readers over a Hudi table.
 
 A thin adapter: what each batch delivers is decided in ``driver`` (no Spark there); this module translates
-between PySpark's types and it. Offsets are described in ``driver``. ``read()`` runs on executors with only
+between PySpark's types and it. Offsets are described in ``offsets``. ``read()`` runs on executors with only
 the partition and this reader's constructor state, so both are small and picklable. The data source Spark looks
 up, which makes these readers, is ``data_source``'s (light at import: PySpark imports it in workers that read
 nothing).
@@ -34,8 +34,11 @@ from ..hoodie.changes import CommitClock
 from ..hoodie.filters import And, Compare, Filter, PartitionPruner, negate
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
+from .admission import BatchLimit
+from .batch_read import plan_batch_read
 from .consumer import SplitRange, consume
-from .driver import BatchLimit, Offset, StreamDriver, make_offset, plan_batch_read
+from .driver import StreamDriver
+from .offsets import Offset, make_offset
 from .options import ReadMode, SourceOptions
 
 log = logging.getLogger(__name__)

@@ -10,8 +10,8 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-from hudi_streaming.streaming.driver import source_schema
 from hudi_streaming.streaming.options import parse_options
+from hudi_streaming.streaming.schema import source_schema
 from hudi_streaming.streaming.source import HudiStreamReader
 
 

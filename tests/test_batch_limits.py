@@ -17,9 +17,12 @@ from pathlib import Path
 import pytest
 
 from hudi_streaming.monitor.split import Split
+from hudi_streaming.streaming.admission import BatchLimit
 from hudi_streaming.streaming.consumer import SplitRange, consume
-from hudi_streaming.streaming.driver import BatchLimit, StreamDriver, make_offset, source_schema
+from hudi_streaming.streaming.driver import StreamDriver
+from hudi_streaming.streaming.offsets import make_offset
 from hudi_streaming.streaming.options import ReadMode, parse_options
+from hudi_streaming.streaming.schema import source_schema
 from hudi_streaming.writer.loadgen import LoadGenerator
 
 MAX_ROWS = 50

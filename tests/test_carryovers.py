@@ -97,7 +97,7 @@ def test_a_stream_restarted_inside_splits_drops_the_same_records(table, tmp_path
 def test_bad_deduplication_options_are_refused_at_definition(table):
     with pytest.raises(OptionError, match="netChanges is not offered"):
         parse_options({"path": table, "deduplicationMode": "netChanges"})
-    from hudi_streaming.streaming.driver import source_schema
+    from hudi_streaming.streaming.schema import source_schema
     with pytest.raises(OptionError, match="carryoverIgnoreColumns: .* has no column nope"):
         source_schema(parse_options({"path": table, "deduplicationMode": "dropCarryovers",
                                      "carryoverIgnoreColumns": "nope"}))

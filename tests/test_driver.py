@@ -12,7 +12,8 @@ import pytest
 from hudi_streaming.errors import StateError
 from hudi_streaming.monitor.split import Split
 from hudi_streaming.state import PlannedSplit
-from hudi_streaming.streaming.driver import BatchLimit, admit, make_offset, position
+from hudi_streaming.streaming.admission import BatchLimit, admit
+from hudi_streaming.streaming.offsets import make_offset, position
 from hudi_streaming.streaming.options import parse_options
 
 

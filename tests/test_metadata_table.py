@@ -195,8 +195,9 @@ def test_comparison_sees_a_lost_metadata_log(table_copy):
 def test_read_option_reaches_the_batch_planner(built, value, used, monkeypatch):
     """``hoodie.metadata.enable``, Hudi's read option, as Spark hands it to the source: the batch read's table
     lists the store when it is false, and takes its listing from the metadata table otherwise."""
-    from hudi_streaming.streaming import driver
+    from hudi_streaming.streaming import batch_read
     from hudi_streaming.streaming.options import parse_options
+    from hudi_streaming.streaming.schema import source_schema
     made: list[HudiTable] = []
 
     class Recording(HudiTable):
@@ -204,10 +205,10 @@ def test_read_option_reaches_the_batch_planner(built, value, used, monkeypatch):
             super().__init__(*args, **kwargs)
             made.append(self)
 
-    monkeypatch.setattr(driver, "HudiTable", Recording)
+    monkeypatch.setattr(batch_read, "HudiTable", Recording)
     opts = parse_options({"path": str(built), **({"hoodie.metadata.enable": value} if value else {})})
     assert opts.metadata_enable is used
-    assert driver.plan_batch_read(opts, driver.source_schema(opts), lambda *task: task)
+    assert batch_read.plan_batch_read(opts, source_schema(opts), lambda *task: task)
     assert made and all((t.files_index() is not None) is used for t in made)
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from hudi_streaming.errors import OptionError
-from hudi_streaming.streaming.driver import source_schema
 from hudi_streaming.streaming.options import instant_of, parse_options
+from hudi_streaming.streaming.schema import source_schema
 
 V9 = "mor_avro__v9_txns_simple_meta"
 

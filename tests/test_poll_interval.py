@@ -13,8 +13,11 @@ import pyarrow as pa
 import pytest
 
 from hudi_streaming.streaming import driver as driver_module
-from hudi_streaming.streaming.driver import BatchLimit, StreamDriver, make_offset, source_schema
+from hudi_streaming.streaming.admission import BatchLimit
+from hudi_streaming.streaming.driver import StreamDriver
+from hudi_streaming.streaming.offsets import make_offset
 from hudi_streaming.streaming.options import parse_options
+from hudi_streaming.streaming.schema import source_schema
 from hudi_streaming.writer import create_table
 
 SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int64())])

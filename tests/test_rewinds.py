@@ -10,8 +10,11 @@ import pyarrow as pa
 import pytest
 
 from hudi_streaming.errors import DataLossError
-from hudi_streaming.streaming.driver import BatchLimit, StreamDriver, make_offset, source_schema
+from hudi_streaming.streaming.admission import BatchLimit
+from hudi_streaming.streaming.driver import StreamDriver
+from hudi_streaming.streaming.offsets import make_offset
 from hudi_streaming.streaming.options import parse_options
+from hudi_streaming.streaming.schema import source_schema
 from hudi_streaming.writer import create_table, services
 
 SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int64())])

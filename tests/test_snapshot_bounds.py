@@ -22,7 +22,7 @@ from hudi_streaming.hoodie.storage import Storage
 from hudi_streaming.hoodie.table import HudiTable
 from hudi_streaming.monitor.monitor import MonitorOptions, StreamMonitor
 from hudi_streaming.monitor.row_bounds import slice_rows
-from hudi_streaming.streaming.driver import BatchLimit
+from hudi_streaming.streaming.admission import BatchLimit
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("part", pa.string())])
 

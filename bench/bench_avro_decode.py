@@ -89,7 +89,7 @@ def main() -> None:
     n = args.records
     schema_json = json.dumps(TRIPS_SCHEMA)
     payload = make_payload(n)
-    print(f"{n} records, {len(payload) / 1e6:.1f} MB; polars {'present' if avro_arrow.polars else 'MISSING'}")
+    print(f"{n} records, {len(payload) / 1e6:.1f} MB")
 
     plan = avro_arrow._plan(schema_json, None)
     view = memoryview(payload)
@@ -102,8 +102,7 @@ def main() -> None:
     fast = avro_arrow.decode_avro_records(schema_json, payload, n)
     if not fast.equals(expected):
         raise SystemExit("fast path and fastavro disagree")
-    if avro_arrow.polars is not None and avro_arrow._decode_polars(
-            plan, view, avro_arrow._record_lengths(view, n, "bench")) is None:
+    if avro_arrow._decode_polars(plan, view, avro_arrow._record_lengths(view, n, "bench")) is None:
         raise SystemExit("the fast path fell back to fastavro")
 
     slow, slow_cpu = best_seconds(reference, max(1, args.repeat // 2))

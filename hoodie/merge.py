@@ -34,7 +34,6 @@ import pyarrow.compute as pc
 
 from ..errors import UnsupportedTableError
 from .config import MergeMode
-from .optional import optional_polars  # a fast string hash for :class:`KeyIndex`, imported by its first use
 from .scanner import ScanStats, timed
 
 
@@ -353,7 +352,7 @@ class KeyIndex:
     7 ms. So from :attr:`HASHED_FROM` keys on, the keys are hashed once (polars' 64-bit hash) and sorted; a piece's
     keys are hashed, sorted and found with one ``searchsorted`` (about 8 ms a piece, whatever the number of keys),
     and each hit is confirmed by comparing the keys themselves, so a hash collision never makes a false match.
-    Fewer keys, no polars, null keys, or two of ``keys`` sharing a hash (a true match could hide behind the
+    Fewer keys, null keys, or two of ``keys`` sharing a hash (a true match could hide behind the
     other): ``index_in``.
     """
 
@@ -389,10 +388,11 @@ class KeyIndex:
 
 
 def _hashes(keys: pa.Array) -> np.ndarray | None:
-    """64-bit hashes of string ``keys``; None without polars or with a null key."""
-    polars = optional_polars() if not keys.null_count else None
-    if polars is None:
+    """64-bit hashes of string ``keys``; None with a null key."""
+    if keys.null_count:
         return None
+    import polars  # on first use, as the log decoder imports it (see ``logfile.avro_arrow``)
+
     return polars.Series(keys).hash().to_numpy()
 
 

@@ -13,7 +13,7 @@ daemon starts when that worker is first asked for. The streaming source's runner
 starts it directly).
 
 Only what is safe across ``fork`` is imported: polars is left out (its thread pool does not survive a fork:
-``hoodie.optional`` imports it in the worker that decodes with it), and so are the object-store clients (s3fs
+``hoodie.logfile.avro_arrow`` imports it in the worker that decodes with it), and so are the object-store clients (s3fs
 starts an event-loop thread on first use; a local table needs none). numpy's BLAS thread and Arrow's jemalloc
 background thread, which their imports start, have fork handlers of their own (``tests/test_daemon.py`` reads a
 table in a child forked after the preload).

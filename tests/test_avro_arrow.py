@@ -21,6 +21,7 @@ from collections import Counter
 from decimal import Decimal
 
 import fastavro
+import polars
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -31,11 +32,8 @@ from hudi_streaming.hoodie.logfile import avro_arrow
 from hudi_streaming.hoodie.logfile.avro_arrow import arrow_schema_from_avro, decode_avro_records
 from hudi_streaming.hoodie.logfile.format import BlockType
 from hudi_streaming.hoodie.logfile.reader import iter_blocks
-from hudi_streaming.hoodie.optional import optional_polars
 from hudi_streaming.writer.avro_encode import records_to_avro_dicts
 
-polars = optional_polars()
-needs_polars = pytest.mark.skipif(polars is None, reason="polars (the fast decoder) is not installed")
 UTC = dt.timezone.utc
 
 
@@ -135,7 +133,6 @@ def test_fixtures_have_avro_blocks():
     assert {"mor_avro__table_all_data_types", "log_files"} <= set(AVRO_TABLES)
 
 
-@needs_polars
 @pytest.mark.parametrize("table", AVRO_TABLES)
 def test_fast_decoder_equals_reference_on_fixture_blocks(table):
     for log, schema_json, count, payload in fixture_avro_blocks(table):
@@ -370,7 +367,6 @@ def test_reference_decoder_on_every_type(count):
     assert_tables_identical(reference, oracle(records))
 
 
-@needs_polars
 @pytest.mark.parametrize("count", [1, 3, 200])
 def test_fast_decoder_on_every_type(count):
     records = all_types_records(count, seed=count)
@@ -381,7 +377,6 @@ def test_fast_decoder_on_every_type(count):
     assert_tables_identical(decode_avro_records(json.dumps(ALL_TYPES), payload, count), oracle(records))
 
 
-@needs_polars
 @pytest.mark.parametrize("per_thread", [1, 7, 60])
 def test_fast_decoder_in_threads(monkeypatch, per_thread):
     """Large blocks are decoded as runs of records in parallel threads; the runs must join seamlessly."""
@@ -410,7 +405,6 @@ def test_fast_decoder_in_threads(monkeypatch, per_thread):
     assert_tables_identical(decode_avro_records(json.dumps(ALL_TYPES), payload, 200), oracle(records))
 
 
-@needs_polars
 def test_projection():
     records = all_types_records(50)
     payload = encode_payload(ALL_TYPES, records)
@@ -642,7 +636,6 @@ def checks_verdict(monkeypatch, plan, payload: bytes, count: int) -> bool | None
     return answers[0]
 
 
-@needs_polars
 def test_vectorized_and_per_record_checks_agree(monkeypatch):
     """The check of a fast result compares the values with the bytes in place with numpy (large blocks) or
     re-encodes record by record with fastavro's writer (small ones): on the same polars results, damaged or
@@ -659,7 +652,6 @@ def test_vectorized_and_per_record_checks_agree(monkeypatch):
     assert verdicts[True] and verdicts[False], verdicts
 
 
-@needs_polars
 @pytest.mark.parametrize("schema, records", [(ALL_TYPES, all_types_records(40, seed=9)),
                                              (ALL_TYPES, all_types_records(7, seed=3)),
                                              (SMALL, SMALL_RECORDS * 10)], ids=["all_types", "few", "small"])
@@ -705,7 +697,6 @@ def test_garbage_records_never_escape_as_other_errors():
         decode_or_corrupt(payload, 3)
 
 
-@needs_polars
 def test_polars_failure_falls_back_to_fastavro(monkeypatch):
     payload = encode_payload(SMALL, SMALL_RECORDS)
 

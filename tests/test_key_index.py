@@ -65,12 +65,9 @@ def test_null_keys_fall_back_to_index_in():
     assert KeyIndex(pa.array(["a", "b"])).slots(pa.array([None, "b"])).tolist() == [-1, 1]
 
 
-def test_without_polars_or_with_few_keys_it_is_index_in(monkeypatch):
+def test_with_few_keys_it_is_index_in(monkeypatch):
     keys = pa.array(["k1", "k2", "k3"])
     monkeypatch.setattr(KeyIndex, "HASHED_FROM", 4)
-    assert KeyIndex(keys).order is None
-    monkeypatch.setattr(KeyIndex, "HASHED_FROM", 0)
-    monkeypatch.setattr(merge, "optional_polars", lambda: None)
     index = KeyIndex(keys)
     assert index.order is None
     assert index.slots(pa.array(["k3", "k0", "k1"])).tolist() == [2, -1, 0]

@@ -35,8 +35,13 @@ only when its values encode back to exactly the bytes of every record (:mod:`.av
 result that fails that, or any failure of the fast decoder (polars error or panic), hands the block to the
 reference decoder, whose result must pass the same check or the block raises
 :class:`~hoodie.errors.CorruptFileError`. So the fast path returns exactly what the reference returns, and
-neither returns values other than the ones the bytes encode. polars is optional: without it every block
-takes the reference decoder.
+neither returns values other than the ones the bytes encode.
+
+polars is imported by the first decode that uses it, not with this module: it costs about 0.35 s and 60 MiB in
+each process that imports it, and most of the Python workers PySpark starts for this source (registration,
+schema, planning, the driver's calls on a table without log files) never decode a log block. A process that
+forks after importing it (PySpark's worker daemon) would also hand its children a polars whose thread pool did
+not survive the fork.
 """
 from __future__ import annotations
 
@@ -58,7 +63,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import CorruptFileError, UnsupportedTableError
-from ..optional import has_polars, optional_polars  # the optional accelerator, imported by its first decode
 from .avro_canonical import NotCanonical, check_records, named_types
 
 __all__ = ["arrow_schema_from_avro", "avro_value_schemas", "decode_avro_records", "record_schema_problem",
@@ -474,7 +478,7 @@ def _plan(schema_json: str, columns: tuple[str, ...] | None) -> _Plan:
     while prefix_field in fields:
         prefix_field += "_"
     ocf_header = None
-    if record.polars_ok and has_polars():  # polars infers its schema from every field, projected or not
+    if record.polars_ok:  # polars infers its schema from every field, projected or not
         ocf_schema = _polars_schema(dict(decode_json, fields=[
             {"name": prefix_field, "type": {"type": "fixed", "name": "RecordLength", "size": 4}},
             *decode_json["fields"]]))
@@ -709,8 +713,9 @@ def _decode_polars(plan: _Plan, view: memoryview, lengths: list[int]) -> pa.Tabl
 
 def _decode_polars_run(plan: _Plan, view: memoryview, lengths: list[int]) -> pa.Table | None:
     """Decode one run of whole records (``view``, of the ``lengths``) as a one-block OCF."""
-    polars = optional_polars()
-    if plan.ocf_header is None or polars is None:  # no fast path for this schema (callers do not ask then)
+    import polars  # on first use (module docstring)
+
+    if plan.ocf_header is None:  # no fast path for this schema (callers do not ask then)
         return None
     ocf = _Concatenation(plan.ocf_header + avro_long(len(lengths)) + avro_long(len(view)), view, _OCF_SYNC)
     try:

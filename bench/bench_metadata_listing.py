@@ -1,7 +1,7 @@
 """Store requests of one snapshot listing: through the metadata table's ``files`` partition vs LIST.
 
 An oracle table (``tests/data/hudi/<name>.zip``, after its last step) is uploaded to moto on loopback behind the
-tests' counting proxy (``tests/s3_fault_proxy.py``, no faults); for each way of listing, a fresh ``HudiTable``
+tests' counting proxy (``tests/support/s3_fault_proxy.py``, no faults); for each way of listing, a fresh ``HudiTable``
 loads its timeline (not counted: both ways do it), then its file-system view and partitions are taken and the
 proxy's requests counted. Both ways must give the same slices and partitions.
 
@@ -20,9 +20,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-from hudi_oracle.fixture import FOLDER, HudiFixture  # noqa: E402
-from s3_fault_proxy import FaultProxy  # noqa: E402
-from s3_server import S3Server  # noqa: E402
+from oracle.hudi_oracle.fixture import FOLDER, HudiFixture  # noqa: E402
+from support.s3_fault_proxy import FaultProxy  # noqa: E402
+from support.s3_server import S3Server  # noqa: E402
 
 from hudi_streaming.hoodie.table import HudiTable  # noqa: E402
 

@@ -3,7 +3,7 @@
 Why: the other benchmarks hold the stream against Spark's parquet reader, a bare Python source and hudi-rs; a
 user choosing a streaming reader for a Hudi table compares it with the one Hudi ships. Hudi has no bundle for
 the project's PySpark 4.3, so its source runs on PySpark 3.5 in Hudi's oracle environment
-(``tests/hudi_oracle/env.py``, set up here by ``ensure()`` when missing), ours on PySpark 4.3; the two never
+(``tests/oracle/hudi_oracle/env.py``, set up here by ``ensure()`` when missing), ours on PySpark 4.3; the two never
 share a process, and every job runs alone (one after the other), each a process tree of its own.
 
 How: Hudi 1.2 writes the table once (table version 9, MERGE_ON_READ, four partitions: ``--rows`` inserts, then
@@ -58,7 +58,7 @@ from hudi_peer_job import telling_line  # bench/: the jobs (standard library onl
 
 REPO = Path(__file__).resolve().parent.parent
 JOB = Path(__file__).resolve().parent / "hudi_peer_job.py"
-sys.path.insert(0, str(REPO / "tests" / "hudi_oracle"))
+sys.path.insert(0, str(REPO / "tests" / "oracle" / "hudi_oracle"))
 from env import OracleEnv, ensure  # noqa: E402  Hudi's own environment (PySpark 3.5 + the Hudi bundle)
 
 HUDI = "1.2"  # the bundle that writes and reads (table version 9)

@@ -71,8 +71,8 @@ def measure(table: str, conf: str) -> dict:
 
 
 def fixture_table(name: str, dest: Path) -> str:
-    sys.path.insert(0, str(REPO / "tests" / "hudi_oracle"))
-    from fixture import HudiFixture  # tests/hudi_oracle: Hudi-written tables
+    sys.path.insert(0, str(REPO / "tests" / "oracle" / "hudi_oracle"))
+    from fixture import HudiFixture  # tests/oracle/hudi_oracle: Hudi-written tables
 
     fx = HudiFixture(REPO / "tests" / "data" / "hudi" / f"{name}.zip", dest / "fx")
     return str(fx.materialize(len(fx.steps) - 1, dest / "table"))

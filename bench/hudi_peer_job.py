@@ -4,7 +4,7 @@ reader — Hudi's own source or ours — runs with the same code, so both are me
 Standard library only at import: the file runs under two interpreters that never share a process.
 
 * ``write`` and ``load`` run in Hudi's oracle environment (PySpark 3.5 with Hudi 1.2's Spark bundle,
-  ``tests/hudi_oracle/env.py``), with the Spark session of ``tests/hudi_oracle/writer_job.py``:
+  ``tests/oracle/hudi_oracle/env.py``), with the Spark session of ``tests/oracle/hudi_oracle/writer_job.py``:
   ``write`` makes the MERGE_ON_READ table (table version 9, partitioned by ``city``: ``--rows`` inserts, then
   an upsert of every tenth key, which lands in log files); ``load`` upserts ``--batch`` existing keys every
   ``--interval`` s for ``--seconds`` (never the same key twice, so an upsert-mode reader delivers every written
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORACLE = HERE.parent / "tests" / "hudi_oracle"
+ORACLE = HERE.parent / "tests" / "oracle" / "hudi_oracle"
 PARTITIONS = 4  # city c0..c3
 KEY_STRIDE = 7919  # a prime: the load's keys walk the key space without repeating
 #: a line that names an exception: ``org.apache.hudi.exception.HoodieIOException: ...``, ``ValueError: ...``

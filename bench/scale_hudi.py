@@ -35,7 +35,7 @@ from common import MIB, PeakRss, load, ratio, tasks_of, verdict  # bench/
 from scale_s3 import SlowStore  # bench/
 from scale_tables import hudi_snapshot_read, hudi_table  # bench/
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "hudi_oracle"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "oracle" / "hudi_oracle"))
 from env import ensure  # noqa: E402  Hudi's own environment
 
 SOURCE_RUNNER, JVM = "Python source runner", "JVM (driver + executors)"

@@ -1,6 +1,6 @@
 """Wide tables written by Apache Hudi itself, for ``bench_scale.py``: the job that writes them and Hudi's own
 snapshot read of them, each run in Hudi's oracle environment (PySpark 3.5 + the Hudi 1.2 bundle,
-``tests/hudi_oracle/env.py``) in a JVM of its own.
+``tests/oracle/hudi_oracle/env.py``) in a JVM of its own.
 
 Why Hudi's writer and not the project's: a user's wide table carries what Hudi writes — its metadata table
 (``files`` and the other partitions Hudi 1.2 turns on by default), its commit metadata and its log-file naming —

@@ -32,13 +32,14 @@ the job's Python process, Spark's JVM, the streaming source runner and the Pytho
 the source's state folder. Linux only (``/proc``). Exits 1 when a change was lost or duplicated or the job
 failed with an error of the source.
 
-``--object-store``: the table and the stream's state live on S3 (moto's server on loopback, ``tests/s3_server.py``)
-and the job reaches them through the fault-injecting proxy (``tests/s3_fault_proxy.py``), which fails
-``--fault-rate`` of its requests — 503 SlowDown, 500, a reset before or after the headers, a stall past the job's
-read timeout (3 s), a truncated body (GETs), in equal shares — and also applies that share of the conditional PUTs
-of state files and then answers 500 or resets. The writer writes to the server directly (it is not what is tested)
-and commits no late pairs (they move files on a local disk). The report adds the proxy's requests and faults per
-kind; a source error now includes ``StoreError`` (a store given up after ``retry_deadline_seconds``).
+``--object-store``: the table and the stream's state live on S3 (moto's server on loopback,
+``tests/support/s3_server.py``) and the job reaches them through the fault-injecting proxy
+(``tests/support/s3_fault_proxy.py``), which fails ``--fault-rate`` of its requests — 503 SlowDown, 500, a reset
+before or after the headers, a stall past the job's read timeout (3 s), a truncated body (GETs), in equal shares —
+and also applies that share of the conditional PUTs of state files and then answers 500 or resets. The writer writes
+to the server directly (it is not what is tested) and commits no late pairs (they move files on a local disk). The
+report adds the proxy's requests and faults per kind; a source error now includes ``StoreError`` (a store given up
+after ``retry_deadline_seconds``).
 """
 from __future__ import annotations
 
@@ -60,9 +61,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "e2e"))
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]
 from harness import Driver  # noqa: E402
-from verify import appended, change_feed, delivered, feed_differences  # noqa: E402
+from support.verify import appended, change_feed, delivered, feed_differences  # noqa: E402
 
 from hudi_streaming._faults import DIR_ENV, FAULT_ENV  # noqa: E402
 from hudi_streaming.state import StateStore  # noqa: E402
@@ -417,9 +418,8 @@ class ObjectStore:
     for the whole soak; the jobs reach the proxy, the writer the server."""
 
     def __init__(self, rate: float, seed: int):
-        sys.path.insert(0, str(REPO / "tests"))
-        from s3_fault_proxy import Fault, FaultProxy
-        from s3_server import S3Server
+        from support.s3_fault_proxy import Fault, FaultProxy
+        from support.s3_server import S3Server
 
         self.server = S3Server()
         self.proxy = FaultProxy(self.server, seed=seed, stall_seconds=6.0)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start a Docker engine on this machine, if it can run one, for tests/test_docker.py (`.ci/run` calls this).
+# Start a Docker engine on this machine, if it can run one, for tests/e2e/test_docker.py (`.ci/run` calls this).
 #
 # Best effort, and says what it did: exit 0 once `docker info` answers, 1 (with the reason on one line) when the
 # engine cannot run here — the test then skips with `docker info`'s own error. Needs root. On a Debian machine

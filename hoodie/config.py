@@ -371,7 +371,7 @@ def _folder(props: dict[str, str], key: str, default: str, where: str) -> str:
 def _legacy_merge(props: dict[str, str], version: int, payload: str | None) -> bool:
     """Whether Hudi 1.2 reads a table with the 0.x payload rules: v6 tables, except those a 1.x writer marked
     commit-time (``hoodie.record.merge.strategy.id``: newest wins, log records among themselves too) and those of
-    OverwriteNonDefaultsWithLatestAvroPayload, which 1.2 also merges newest first (tests/hudi_oracle:
+    OverwriteNonDefaultsWithLatestAvroPayload, which 1.2 also merges newest first (tests/oracle/hudi_oracle:
     mor_v6_commit_time and mor_v6_custom_payload, where a stale ordering value in the log wins)."""
     return (version < 8 and payload != OVERWRITE_NON_DEFAULTS
             and props.get("hoodie.record.merge.strategy.id") != COMMIT_TIME_STRATEGY)

@@ -4,7 +4,7 @@ With ``hoodie.schema.on.read.enable`` Hudi gives every column an id and keeps ea
 (``ALTER TABLE … RENAME COLUMN`` / ``DROP COLUMN`` make a new one, named by its instant time). A file keeps the
 names its writer used, so a column renamed later is found in older files by its id, not by its name: without
 this, the rows written before a rename read as null in the renamed column (Hudi's own answer has the values;
-tests/hudi_oracle: cow_v9_rename_drop). Dropped columns need nothing: they are not in the table's schema and
+tests/oracle/hudi_oracle: cow_v9_rename_drop). Dropped columns need nothing: they are not in the table's schema and
 are not read. Top-level columns only: a field renamed inside a struct is not followed.
 """
 from __future__ import annotations

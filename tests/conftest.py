@@ -66,6 +66,16 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="module")
+def s3():
+    """A local S3 server (moto on loopback) for a module's tests: one start per module, its buckets left behind."""
+    from support.s3_server import S3Server
+
+    server = S3Server()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:
     """The project's wheel, built once per session: what users install (the test venv's install is editable)."""
@@ -119,7 +129,8 @@ def wheel_venv(wheel):
 #   with Spark's JVM), a script of tests/ that makes a SparkSession, named as a path (stream_driver.py,
 #   cluster_job.py, the Hudi oracle's writer_job.py), or a launcher as a program name (spark-submit, spark-class,
 #   start-connect-server.sh, java, docker: the compose stack runs Spark in its containers).
-# * s3: the local S3 server (s3_server.S3Server, moto) or the fault proxy in front of it (s3_fault_proxy).
+# * s3: the `s3` fixture, the local S3 server (support.s3_server.S3Server, moto) or the fault proxy in front of
+#   it (support.s3_fault_proxy).
 # * slow is not found but stated: `@pytest.mark.slow` on a test, or a parametrized matrix taken as one test (all its
 #   cases), measured above ~5 s on two cores (`--durations=0 -p no:randomly -m "not spark and not s3"`, summed per
 #   function); `pytestmark = pytest.mark.slow` on a module slow as a whole.
@@ -133,7 +144,7 @@ SPARK_PROGRAM = re.compile(r"(?:^|/)(?:spark-submit|spark-class|spark-shell|star
                            r"docker-compose)$")
 SPARK_SCRIPT = re.compile(r"\bSparkSession\s*\.\s*builder\b")
 SPARK_FILE = re.compile(r"\bSparkSession\b|\blocal_spark\b")
-S3_MODULES = frozenset({"s3_server", "s3_fault_proxy"})
+S3_MODULES = frozenset({"support.s3_server", "support.s3_fault_proxy"})
 _is_test_side: dict[str, bool] = {}
 _found: dict[int, tuple[set[str], list]] = {}
 
@@ -244,7 +255,7 @@ def reached_kinds(item: pytest.Item) -> set[str]:
     """The markers the code an item reaches calls for (see the section's comment)."""
     info = getattr(item, "_fixtureinfo", None)
     defs = info.name2fixturedefs if info is not None else {}
-    kinds = {"spark"} if "spark" in defs else set()
+    kinds = {kind for kind in ("spark", "s3") if kind in defs}  # the fixtures of those names
     todo = [getattr(item.obj, "__func__", item.obj)] if hasattr(item, "obj") else []
     todo += [fd[-1].func for fd in defs.values() if fd]
     seen: set[int] = set()

@@ -23,8 +23,8 @@ from hudi_streaming.hoodie.metadata_table import FilesIndex, Unusable, open_file
 from hudi_streaming.hoodie.table import HudiTable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hudi_oracle.fixture import FOLDER, HudiFixture  # noqa: E402
-from hudi_oracle.matrix import configurations  # noqa: E402
+from oracle.hudi_oracle.fixture import FOLDER, HudiFixture  # noqa: E402
+from oracle.hudi_oracle.matrix import configurations  # noqa: E402
 
 WITH_METADATA = sorted(name for name, cfg in configurations().items()
                        if cfg["metadata"] and (FOLDER / f"{name}.zip").exists())

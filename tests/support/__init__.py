@@ -1,3 +1,6 @@
-"""Helpers the test suites share, each written once: loopback ports and waiting for a condition with the logs
-that explain a timeout. (Servers and proxies the tests start live beside them: ``s3_server``,
-``s3_fault_proxy``.)"""
+"""Helpers the test suites share, each written once: loopback ports and waits (``waits``), the local S3 server and
+the fault proxy in front of it (``s3_server``, ``s3_fault_proxy``), Spark's micro-batch loop without Spark
+(``sim_query``), a stream's deliveries checked against the table (``verify``) and a timeline revealed step by step
+(``reveal``), comparisons with the gold outputs and hudi-rs (``gold``, ``hudi_rs``), planning rounds
+(``planning``), small tables more than one module reads (``tables``) and the Python workers' roles
+(``worker_roles``). Imported as ``support.<module>``: ``tests/`` is on the path (its ``conftest.py``)."""

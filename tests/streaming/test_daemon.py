@@ -1,0 +1,62 @@
+"""``hudi_streaming.streaming.daemon``: the executors' worker daemon imports the reading stack before it forks,
+the other daemons nothing more than Spark's own, and a worker forked after the preload reads a table.
+
+In fresh Pythons (no Spark): the daemon's preload is what runs before ``pyspark.daemon.manager()`` forks.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import FIXTURES
+
+PRELOADED = """
+import json, os, sys
+from hudi_streaming.streaming import daemon
+before = set(sys.modules)
+daemon.preload(sys.argv[1])
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+READ_IN_A_FORKED_CHILD = """
+import os, sys, zipfile, tempfile, pathlib
+from hudi_streaming.streaming import daemon
+daemon.preload("pyspark.worker")
+assert "polars" not in sys.modules
+pid = os.fork()
+if pid == 0:  # what a forked task worker does: read rows (Arrow's threads, parquet), in the child
+    sys.path.insert(0, sys.argv[2])
+    from fixture import HudiFixture
+    from hudi_streaming import read_table
+    work = pathlib.Path(tempfile.mkdtemp())
+    fx = HudiFixture(pathlib.Path(sys.argv[1]), work / "fx")
+    rows = read_table(str(fx.materialize(len(fx.steps) - 1, work / "table"))).num_rows
+    os._exit(0 if rows > 0 else 3)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def preloaded(worker: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", PRELOADED, worker], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_the_executors_daemon_imports_the_reading_stack_and_no_polars():
+    modules = preloaded("pyspark.worker")
+    assert {"pyspark.worker", "pyarrow.parquet", "hudi_streaming.streaming.source"} <= set(modules)
+    assert not [m for m in modules if m.split(".")[0] in ("polars", "s3fs", "aiobotocore", "botocore")]
+
+
+def test_the_one_worker_daemons_import_nothing_ahead():
+    for worker in ("pyspark.sql.worker.lookup_data_sources", "pyspark.sql.worker.create_data_source",
+                   "pyspark.sql.worker.plan_data_source_read"):
+        assert preloaded(worker) == []
+
+
+def test_a_worker_forked_after_the_preload_reads_a_table():
+    proc = subprocess.run([sys.executable, "-c", READ_IN_A_FORKED_CHILD, str(FIXTURES / "hudi" / "mor_v9_basic.zip"),
+                           str(FIXTURES.parent / "oracle" / "hudi_oracle")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]

@@ -11,20 +11,17 @@ from __future__ import annotations
 
 import logging
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from oracle.hudi_oracle.fixture import FOLDER, HudiFixture
+from oracle.hudi_oracle.matrix import configurations
 
 from hudi_streaming.hoodie.fs_view import PARTITION_METAFILE_PREFIX, FileSystemView
 from hudi_streaming.hoodie.logfile.format import BlockType
 from hudi_streaming.hoodie.logfile.reader import iter_blocks
 from hudi_streaming.hoodie.metadata_table import FilesIndex, Unusable, open_files_index
 from hudi_streaming.hoodie.table import HudiTable
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from oracle.hudi_oracle.fixture import FOLDER, HudiFixture  # noqa: E402
-from oracle.hudi_oracle.matrix import configurations  # noqa: E402
 
 WITH_METADATA = sorted(name for name, cfg in configurations().items()
                        if cfg["metadata"] and (FOLDER / f"{name}.zip").exists())

@@ -26,9 +26,13 @@ query merges the range; ours is in upsert mode), so the row counts must agree; t
    completed timeline file (``.hoodie/timeline/{requested}_{completed}.deltacommit``, noted by the writer right
    after the commit). The completion time in the name (yyyyMMddHHmmssSSS in the local time zone, as
    ``hoodie.table.timeline.timezone=LOCAL`` says) is checked against it and gives a second set of percentiles.
-3. Memory: the peak of the summed RSS of each reader job's process tree (Python driver, the JVM — driver and
-   executors in ``local[2]`` — and the Python workers and source runner), sampled every 0.25 s
-   (``common.PeakRss``); the throughput runs' peaks make the ratio, the latency runs' are printed.
+3. Memory: the peak of the summed PSS of each reader job's process tree (Python driver, the JVM — driver and
+   executors in ``local[2]`` — and the Python workers: each worker role's daemon and the workers it forks, and
+   the source runner), sampled every 0.5 s (``common.PeakRss``), split by role at that peak. PSS, because
+   PySpark forks its Python workers from a daemon: a page a worker shares with its daemon is in the RSS of both,
+   so a sum of RSS counts it twice (or three times); PSS divides each page among the processes that map it. The
+   summed RSS (every 0.25 s) is printed beside it, split the same way. The throughput runs' PSS peaks make the
+   ratio, the latency runs' are printed.
 
 The machine's load average is printed around each run. Ends with one line, each ratio above 1.0 when ours is
 better: rows/s ours ÷ Hudi's, the others Hudi's ÷ ours. Targets: our rows/s ≥ Hudi's, our p99 latency ≤
@@ -206,6 +210,7 @@ def throughput(jobs: Jobs, source: str, table: Path, work: Path) -> dict:
             "first": min(b["t_recv"] for b in batches) - end["t_start"] if batches else float("nan"),
             "trigger": iso_time(end["progress"][0]["timestamp"]) - end["t_start"] if end["progress"] else float("nan"),
             "total": end["t_end"] - end["t_start"], "peak": mem.peak, "pss": mem.peak_pss, "split": mem.split,
+            "split_pss": mem.split_pss,
             "load": (before, load())}
 
 
@@ -352,13 +357,16 @@ def report(a, table_info: str, tp: dict[str, Result], lat: dict[str, Result], fa
             row("  of which before the first trigger", h, o, lambda v: f"{v['trigger']:.2f} s"),
             row("query, start to end", h, o, lambda v: f"{v['total']:.2f} s",
                 lambda h, o: ratio(h["total"], o["total"])),
-            row("peak RSS, job's process tree", h, o, lambda v: f"{v['peak'] / MIB:,.0f} MiB",
-                lambda h, o: ratio(h["peak"], o["peak"]))]
+            row("peak PSS, job's process tree (fair: shared pages once)", h, o,
+                lambda v: f"{v['pss'] / MIB:,.0f} MiB", lambda h, o: ratio(h["pss"], o["pss"]))]
+    for role in sorted(set(h["split_pss"] if h else ()) | set(o["split_pss"] if o else ())):
+        rows.append(row(f"  {role} at the PSS peak (processes)", h, o,
+                        lambda v, role=role: split(v["split_pss"], role)))
+    rows.append(row("peak RSS, job's process tree (forked pages counted in each)", h, o,
+                    lambda v: f"{v['peak'] / MIB:,.0f} MiB", lambda h, o: ratio(h["peak"], o["peak"])))
     for role in sorted(set(h["split"] if h else ()) | set(o["split"] if o else ())):
-        rows.append(row(f"  {role} at the peak (processes)", h, o, lambda v, role=role: split(v["split"], role)))
-    rows += [row("peak PSS, job's process tree (1 s samples)", h, o, lambda v: f"{v['pss'] / MIB:,.0f} MiB",
-                 lambda h, o: ratio(h["pss"], o["pss"])),
-             row("load average before / after", h, o, lambda v: " / ".join(v["load"]))]
+        rows.append(row(f"  {role} at the RSS peak (processes)", h, o, lambda v, role=role: split(v["split"], role)))
+    rows.append(row("load average before / after", h, o, lambda v: " / ".join(v["load"])))
     if lat:
         rows += latency_rows(lat.get("hudi"), lat.get("ours"))
     print()
@@ -379,9 +387,10 @@ def report(a, table_info: str, tp: dict[str, Result], lat: dict[str, Result], fa
         print(f"target: our p99 latency <= Hudi's: {op99:.3f} s vs {hp99:.3f} s {verdict(op99 <= hp99)}")
         p50, p99 = ratio(pct(hl["lat"], 50), pct(ol["lat"], 50)), ratio(hp99, op99)
     first = ratio(h["first"], o["first"]) if h and o else "n/a"
-    memory = ratio(h["peak"], o["peak"]) if h and o else "n/a"
+    memory = ratio(h["pss"], o["pss"]) if h and o else "n/a"
     failed = "".join(f"; {SOURCES[f.source]} failed in {f.phase} after {f.seconds:.0f} s: {f.error}" for f in failures)
-    print(f"vs hudi: rows/s {speed:.2f}x, first batch {first}, latency p50 {p50} p99 {p99}, memory {memory}{failed}")
+    print(f"vs hudi: rows/s {speed:.2f}x, first batch {first}, latency p50 {p50} p99 {p99}, "
+          f"memory (PSS) {memory}{failed}")
     bad = failures or (h and o and h["rows"] != o["rows"]) or any(v and v["missing"] for v in lat.values())
     return 1 if bad else 0
 
@@ -408,7 +417,8 @@ def main() -> int:
             t = tp[source] = attempt("throughput", source, lambda s: throughput(jobs, s, table, work), failures)
             if t:
                 print(f"throughput {source}: {t['rows']:,} rows, {t['in_batches']:.2f} s in batches, first batch "
-                      f"after {t['first']:.2f} s, peak RSS {t['peak'] / MIB:,.0f} MiB (load {t['load'][1]})",
+                      f"after {t['first']:.2f} s, peak PSS {t['pss'] / MIB:,.0f} MiB, RSS {t['peak'] / MIB:,.0f} MiB "
+                      f"(load {t['load'][1]})",
                       flush=True)
         if not a.skip_latency:
             for source in SOURCES:

@@ -10,8 +10,9 @@
 * **Memory of a process tree** (Linux ``/proc``): a local Spark job is a tree of processes — the Python driver,
   the JVM (driver and executors in one) and the Python processes it starts (workers' daemon and its forked
   workers, a Python streaming source's runner). :func:`tree` follows it by parent pid (PySpark's worker daemon
-  puts itself in a process group of its own); :class:`PeakRss` samples its summed RSS, and its PSS, which
-  counts the pages a forked worker shares with its daemon once (a sum of RSS counts them twice).
+  puts itself in a process group of its own); :func:`spark_role` names each process's role; :class:`PeakRss`
+  samples its summed RSS, and its PSS, which counts the pages a forked worker shares with its daemon once (a sum
+  of RSS counts them twice).
 * **Spark jobs**: :func:`tasks_of` (the tasks of a query's or a read's jobs).
 * **Timing**: :func:`best_of`, :func:`pct`.
 * **Reports**: :func:`mib`, :func:`size`, :func:`ratio`, :func:`verdict`, :func:`load`.
@@ -124,8 +125,16 @@ def tree(root: int, procs: dict[int, Proc] | None = None) -> dict[int, Proc]:
     return out
 
 
-def spark_role(p: Proc, root: int) -> str:
-    """What a process of a local PySpark job is, from its command line."""
+#: PySpark's worker module → the Python worker role it runs for a Python data source
+WORKER_ROLES = {"lookup_data_sources": "lookup", "create_data_source": "schema", "plan_data_source_read": "planner",
+                "pyspark.worker": "tasks"}
+
+
+def spark_role(p: Proc, root: int, procs: dict[int, Proc] | None = None) -> str:
+    """What a process of a local PySpark job is, from its command line: the Python driver, the JVM, the streaming
+    source's runner, and per worker module (:data:`WORKER_ROLES`) its daemon (``python -m <daemon module> <worker
+    module>``) apart from the workers it forks (same command line, the daemon as parent; ``procs`` tells them
+    apart, else both count as workers)."""
     exe = p.cmd.split(" ")[0]
     if p.pid == root:
         return "Python driver"
@@ -133,9 +142,12 @@ def spark_role(p: Proc, root: int) -> str:
         return "JVM (driver + executors)"
     if "python_streaming_source_runner" in p.cmd:
         return "Python source runner"
-    if "pyspark" in p.cmd:
-        return "Python workers"
-    return "other" if p.cmd else "exited"
+    if "pyspark" not in p.cmd:
+        return "other" if p.cmd else "exited"
+    kind = next((role for module, role in WORKER_ROLES.items() if p.cmd.endswith(module)), "other")
+    parent = procs.get(p.ppid) if procs is not None else None
+    daemon = ".daemon " in p.cmd and parent is not None and parent.cmd != p.cmd
+    return f"Python {kind} {'daemon' if daemon else 'workers'}"
 
 
 def pss(pid: int) -> int:
@@ -154,12 +166,15 @@ class PeakRss:
     split by :func:`spark_role` at that peak (``split``: role → (bytes, processes)) and each role's own peak
     (``role_peak``: role → bytes; a role's processes summed, e.g. the streaming source's runner). Every ``pss_every``-th
     sample also sums the tree's PSS (dearer to read: the kernel walks each process's page tables), whose peak
-    (``peak_pss``) counts the pages forked workers share once. ``stop()`` returns ``(peak bytes, split)``."""
+    (``peak_pss``, split by role at that peak in ``split_pss``) counts the pages forked workers share with their
+    daemon once: the fair measure of a tree whose Python workers are forked (a sum of RSS counts those pages in
+    every process that maps them). ``stop()`` returns ``(peak bytes, split)``."""
 
-    def __init__(self, root: int, interval: float = 0.25, pss_every: int = 4):
+    def __init__(self, root: int, interval: float = 0.25, pss_every: int = 2):
         self.root, self.interval, self.pss_every = root, interval, pss_every
         self.peak, self.peak_pss, self.samples = 0, 0, 0
         self.split: dict[str, tuple[int, int]] = {}
+        self.split_pss: dict[str, tuple[int, int]] = {}
         self.role_peak: dict[str, int] = {}
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -168,20 +183,17 @@ class PeakRss:
     def _run(self) -> None:
         while True:
             procs = tree(self.root)
+            roles = {pid: spark_role(p, self.root, procs) for pid, p in procs.items()}
             total = sum(p.rss for p in procs.values())
             if self.samples % self.pss_every == 0:
-                self.peak_pss = max(self.peak_pss, sum(pss(pid) for pid in procs))
+                sizes = {pid: pss(pid) for pid in procs}
+                if sum(sizes.values()) > self.peak_pss:
+                    self.peak_pss, self.split_pss = sum(sizes.values()), by_role(roles, sizes)
             self.samples += 1
-            roles: dict[str, int] = collections.Counter()
-            for p in procs.values():
-                roles[spark_role(p, self.root)] += p.rss
-            for role, rss in roles.items():
-                self.role_peak[role] = max(self.role_peak.get(role, 0), rss)
+            split = by_role(roles, {pid: p.rss for pid, p in procs.items()})
+            for role, (size, _) in split.items():
+                self.role_peak[role] = max(self.role_peak.get(role, 0), size)
             if total > self.peak:
-                split: dict[str, tuple[int, int]] = {}
-                for p in procs.values():
-                    size, n = split.get(spark_role(p, self.root), (0, 0))
-                    split[spark_role(p, self.root)] = (size + p.rss, n + 1)
                 self.peak, self.split = total, split
             if self._done.wait(self.interval):
                 return
@@ -190,6 +202,15 @@ class PeakRss:
         self._done.set()
         self._thread.join()
         return self.peak, self.split
+
+
+def by_role(roles: dict[int, str], sizes: dict[int, int]) -> dict[str, tuple[int, int]]:
+    """role → (the sizes of its processes summed, how many)."""
+    out: dict[str, tuple[int, int]] = {}
+    for pid, size in sizes.items():
+        total, n = out.get(roles[pid], (0, 0))
+        out[roles[pid]] = (total + size, n + 1)
+    return out
 
 
 # -- Spark jobs ------------------------------------------------------------------------------------------------

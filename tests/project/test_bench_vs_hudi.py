@@ -30,7 +30,7 @@ def ours() -> dict:
     """Our throughput figures, as ``bench_vs_hudi.throughput`` returns them."""
     return {"spark": "4.3.0", "rows": 1000, "batches": 2, "in_batches": 2.0, "add_batch": 1.5, "planning": 0.25,
             "rate": 500.0, "first": 3.5, "trigger": 1.25, "total": 6.0, "peak": 900 << 20, "pss": 700 << 20,
-            "split": {"jvm": (500 << 20, 1)}, "load": ("0.10", "0.20")}
+            "split": {"jvm": (500 << 20, 1)}, "split_pss": {"jvm": (450 << 20, 1)}, "load": ("0.10", "0.20")}
 
 
 def test_telling_line_picks_the_deepest_cause_else_the_last_named_exception():
@@ -72,9 +72,9 @@ def test_a_failing_peer_is_reported_and_our_figures_and_the_last_line_still_prin
     if phase == "throughput":  # our figures print beside the failed peer's
         first = next(line for line in lines if line.startswith("time to first batch"))
         assert "failed" in first and "3.50 s" in first
-        assert "first batch n/a" in last and "memory n/a" in last
+        assert "first batch n/a" in last and "memory (PSS) n/a" in last
     else:  # throughput of both compares; latency shows ours only
-        assert "first batch 1.00x" in last and "p99 n/a" in last
+        assert "first batch 1.00x" in last and "p99 n/a" in last and "memory (PSS) 1.00x" in last
         p99 = next(line for line in lines if "p99 commit → sink, from file mtime" in line)
         assert "failed" in p99 and "0.500 s" in p99
 
@@ -94,3 +94,20 @@ def test_a_query_error_is_reported_by_its_cause():
     assert bench.attempt("throughput", "ours", measure, failures) is None
     assert failures[0].line().startswith("ours failed in throughput after ")
     assert failures[0].line().endswith(": ours: the query failed: java.nio.channels.ClosedByInterruptException")
+
+
+def test_the_memory_split_tells_a_worker_daemon_from_the_workers_it_forks():
+    """PSS is summed per role: a daemon's pages are shared with its forked workers, so the split keeps them apart."""
+    from common import Proc, spark_role
+
+    java = "/usr/lib/jvm/bin/java -cp x org.apache.spark.deploy.SparkSubmit pyspark-shell"
+    tasks = "/venv/bin/python -m hudi_streaming.streaming.daemon pyspark.worker"
+    lookup = "/venv/bin/python -m pyspark.daemon pyspark.sql.worker.lookup_data_sources"
+    procs = {p.pid: p for p in [Proc(1, 0, "/venv/bin/python job.py", 0, 0), Proc(2, 1, java, 0, 0),
+                                Proc(3, 2, tasks, 0, 0), Proc(4, 3, tasks, 0, 0), Proc(5, 2, lookup, 0, 0),
+                                Proc(6, 5, lookup, 0, 0), Proc(7, 2, "/venv/bin/python -m "
+                                     "pyspark.sql.streaming.python_streaming_source_runner", 0, 0)]}
+    roles = {pid: spark_role(p, 1, procs) for pid, p in procs.items()}
+    assert roles == {1: "Python driver", 2: "JVM (driver + executors)", 3: "Python tasks daemon",
+                     4: "Python tasks workers", 5: "Python lookup daemon", 6: "Python lookup workers",
+                     7: "Python source runner"}

@@ -1,22 +1,23 @@
 """PySpark's worker daemon with this source's modules imported once, before it forks its workers
 (``spark.python.daemon.module=hudi_streaming.streaming.daemon``, see README "Recommended Spark configuration").
 
-Why: Spark starts a Python daemon per worker kind (the data-source lookup, ``schema()``, the planner, the
-executors' task workers) and each task worker it forks imports Arrow, PySpark's SQL modules and this package
-itself — about a second and 100 MiB per process. Imported here once, in the daemon, they are in every forked
-worker at once, on pages it shares with the daemon (copy on write) instead of copies of its own.
+Why: the executors' task workers (worker module ``pyspark.worker``) each import Arrow, PySpark's SQL modules and
+this package itself — about a second and 100 MiB per process. Imported here once, in the daemon, they are in
+every forked worker at once, on pages it shares with the daemon (copy on write) instead of copies of its own.
 
-Only the executors' daemon (worker module ``pyspark.worker``) imports ahead: it forks a task worker per
-concurrent task (and again when one was stopped), so its children share one import. The other daemons fork one
-worker per query or session (lookup, ``schema()``, planner), where importing before the fork saves nothing: the
-daemon starts when that worker is first asked for. The streaming source's runner is no daemon worker (Spark
-starts it directly).
+Spark (4.x) starts this module only for the executors' workers: the data-source lookup, ``schema()`` and the
+planner run in workers of ``pyspark.daemon`` whatever this setting says (``PythonPlannerRunner`` asks for the
+default daemon), one worker per query or session, and the streaming source's runner is no daemon worker (Spark
+starts it directly). :data:`PRELOAD` therefore names only ``pyspark.worker``'s imports.
 
-Only what is safe across ``fork`` is imported: polars is left out (its thread pool does not survive a fork:
-``hoodie.logfile.avro_arrow`` imports it in the worker that decodes with it), and so are the object-store clients (s3fs
-starts an event-loop thread on first use; a local table needs none). numpy's BLAS thread and Arrow's jemalloc
-background thread, which their imports start, have fork handlers of their own (``tests/test_daemon.py`` reads a
-table in a child forked after the preload).
+What a task imports anyway is imported here: ``pyspark.worker``, ``pyarrow.parquet``, the source and the local
+file system's fsspec implementation, and pandas where it is installed (pyarrow imports it on a task's first
+``pa.array``, ~0.5 s and 40 MiB in each worker; ``tests/streaming/test_daemon.py`` checks that a task then imports
+nothing of these). Only what is safe across ``fork`` is imported: polars is left out (its import starts its
+thread pool, which does not survive a fork: the worker that decodes a log block imports it), and so are the
+object-store clients (s3fs starts an event-loop thread on first use; a local table needs none). numpy's BLAS
+thread and Arrow's jemalloc background thread, which their imports start, have fork handlers of their own (a
+child forked after the preload reads a table in the same test).
 """
 from __future__ import annotations
 
@@ -26,8 +27,10 @@ import sys
 from pyspark import daemon
 
 #: worker module -> what its daemon imports before the first fork: what each of its workers imports anyway
+#: (pandas: pyarrow's first conversion of Python values imports it, where it is installed)
 PRELOAD = {
-    "pyspark.worker": ("pyspark.worker", "pyarrow.parquet", "hudi_streaming.streaming.source"),
+    "pyspark.worker": ("pyspark.worker", "pyarrow.parquet", "pyarrow.pandas_compat", "pandas",
+                       "fsspec.implementations.local", "hudi_streaming.streaming.source"),
 }
 
 
@@ -37,9 +40,9 @@ def worker_module() -> str:
 
 
 def preload(worker: str) -> None:
-    """Imports :data:`PRELOAD`'s modules for ``worker``; a module that fails to import is left to the worker that
-    needs it, which reports the failure where Spark shows it (a daemon that dies here would say only that it did
-    not start)."""
+    """Imports :data:`PRELOAD`'s modules for ``worker``; a module that fails to import (pandas where it is not
+    installed) is left to the worker that needs it, which reports the failure where Spark shows it (a daemon that
+    dies here would say only that it did not start)."""
     for name in PRELOAD.get(worker, ()):
         try:
             importlib.import_module(name)

@@ -9,7 +9,10 @@ import json
 import subprocess
 import sys
 
+import pytest
 from conftest import FIXTURES
+from oracle.hudi_oracle.fixture import HudiFixture  # tests/oracle/hudi_oracle: Hudi-written tables
+from support.worker_roles import WATCHED, Roles
 
 PRELOADED = """
 import json, os, sys
@@ -38,6 +41,21 @@ sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
+TASK_AFTER_THE_PRELOAD = """
+import json, sys
+from pathlib import Path
+from hudi_streaming.streaming import daemon
+daemon.preload("pyspark.worker")
+before = set(sys.modules)
+from pyspark import cloudpickle
+work = Path(sys.argv[1])
+reader = cloudpickle.loads((work / "reader.pickle").read_bytes())
+parts = cloudpickle.loads((work / "partitions.pickle").read_bytes())
+rows = sum(batch.num_rows for part in parts for batch in reader.read(part))
+print(json.dumps({"rows": rows, "loaded": sorted(set(sys.modules) - before)}))
+"""
+
+
 def preloaded(worker: str) -> list[str]:
     out = subprocess.run([sys.executable, "-c", PRELOADED, worker], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
@@ -45,7 +63,7 @@ def preloaded(worker: str) -> list[str]:
 
 def test_the_executors_daemon_imports_the_reading_stack_and_no_polars():
     modules = preloaded("pyspark.worker")
-    assert {"pyspark.worker", "pyarrow.parquet", "hudi_streaming.streaming.source"} <= set(modules)
+    assert {"pyspark.worker", "pyarrow.parquet", "pandas", "hudi_streaming.streaming.source"} <= set(modules)
     assert not [m for m in modules if m.split(".")[0] in ("polars", "s3fs", "aiobotocore", "botocore")]
 
 
@@ -60,3 +78,18 @@ def test_a_worker_forked_after_the_preload_reads_a_table():
                            str(FIXTURES.parent / "oracle" / "hudi_oracle")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_a_task_after_the_preload_imports_nothing_heavy_of_its_own(tmp_path):
+    """What a task worker imports after the fork it pays for in every worker: of the heavy modules only polars
+    (not safe to import before a fork), when it decodes a log block."""
+    fx = HudiFixture(FIXTURES / "hudi" / "mor_v9_basic.zip", tmp_path / "fx")
+    roles = Roles(fx.materialize(len(fx.steps) - 1, tmp_path / "table"), tmp_path / "run")
+    roles["planner"], roles["runner"]  # the pickled reader and partitions a task gets
+    out = subprocess.run([sys.executable, "-c", TASK_AFTER_THE_PRELOAD, str(tmp_path / "run")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    task = json.loads(out.stdout.strip().splitlines()[-1])
+    assert task["rows"] > 0
+    assert [m for m in task["loaded"] if m in WATCHED and m != "polars"] == []

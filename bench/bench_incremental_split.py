@@ -62,7 +62,9 @@ def main() -> None:
     if not os.path.exists(table):
         build(table, args.rows, args.commits, args.updates)
 
-    from hudi_streaming.hoodie.changes import Deletes, output_schema, read_columns, slice_changes
+    from hudi_streaming.hoodie.changes import slice_changes
+    from hudi_streaming.hoodie.deletes import Deletes
+    from hudi_streaming.hoodie.feed_schema import output_schema, read_columns
     from hudi_streaming.hoodie.scanner import InstantRange
     from hudi_streaming.hoodie.slice_reader import SliceRead, read_slice_changes
     from hudi_streaming.hoodie.table import HudiTable

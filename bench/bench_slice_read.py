@@ -228,7 +228,8 @@ def stream_task(path: str, storage_options: dict | None = None):
     table opened without listing, then ``consume`` over the whole split with the stream's defaults. The table is
     opened and the split planned here, outside the timing; the read starts when the iterator is first advanced.
     """
-    from hudi_streaming.hoodie.changes import Deletes, output_schema, read_columns
+    from hudi_streaming.hoodie.deletes import Deletes
+    from hudi_streaming.hoodie.feed_schema import output_schema, read_columns
     from hudi_streaming.hoodie.read import plan_slices
     from hudi_streaming.hoodie.table import HudiTable
     from hudi_streaming.monitor.monitor import MonitorOptions, StreamMonitor

@@ -14,7 +14,6 @@ delivered: changing that order changes what an offset means (bump the stream's o
 from __future__ import annotations
 
 import datetime as dt
-import enum
 import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -25,6 +24,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import DataLossError, DeleteError
+from .deletes import Deletes
+from .feed_schema import (
+    CHANGE_TYPE,
+    COMMIT_TIMESTAMP,
+    COMMIT_VERSION,
+    DELETE,
+    FEED_COLUMNS,
+    INSERT,
+    UPDATE_POST,
+    UPDATE_PRE,
+)
 from .fs_view import FileSlice
 from .read import read_schema
 from .scanner import InstantRange
@@ -32,24 +42,6 @@ from .slice_reader import MergeType, Piece, SliceRead, align, read_slice_changes
 from .table import COMMIT_TIME, RECORD_KEY, HudiTable
 
 log = logging.getLogger(__name__)
-
-CHANGE_TYPE = "_change_type"
-INSERT, UPDATE_PRE, UPDATE_POST, DELETE = "insert", "update_preimage", "update_postimage", "delete"
-#: Spark's (and Delta's) change-feed columns: the order in which commits became visible, and when
-COMMIT_VERSION, COMMIT_TIMESTAMP = "_commit_version", "_commit_timestamp"
-#: the columns the change feed adds to the table's
-FEED_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
-
-
-class Deletes(str, enum.Enum):
-    """What a reader of changes does with a delete: deliver it, drop it, or stop — the stream's default, as
-    Delta's source does, since dropping deletes the user did not ask to drop lets an upsert sink drift from the
-    table without a word."""
-
-    EMIT = "emit"
-    IGNORE = "ignore"
-    FAIL = "fail"
-
 
 @dataclass(frozen=True)
 class SliceRange:
@@ -124,23 +116,6 @@ def commit_clock(table: HudiTable, ranges: Iterable[SliceRange], zone: str) -> C
         raise DataLossError(f"{table.url}: instant {missing[0]} is neither on the active nor on the archived "
                             "timeline; its completion time (the rows' _commit_version) is unknown")
     return CommitClock(found, zone)
-
-
-def output_schema(table_schema: pa.Schema, columns: list[str] | None) -> pa.Schema:
-    """Rows of the change feed: the (projected) table columns, then the change type and Spark's commit columns."""
-    fields = [f for f in table_schema if columns is None or f.name in columns or f.name.startswith("_hoodie_")]
-    if columns is not None:
-        order = {c: i for i, c in enumerate(columns)}
-        meta = [f for f in fields if f.name not in order]
-        fields = meta + sorted((f for f in fields if f.name in order), key=lambda f: order[f.name])
-    return pa.schema(fields + [pa.field(CHANGE_TYPE, pa.string()), pa.field(COMMIT_VERSION, pa.int64()),
-                               pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", tz="UTC"))])
-
-
-def read_columns(table: HudiTable, schema: pa.Schema) -> pa.Schema:
-    """The columns to read for output ``schema``: its table columns plus what merging needs (a stream's driver
-    works it out from the timeline, so executors read planned slices without loading it)."""
-    return read_schema(table, table.arrow_schema(), schema.names, incremental=True)
 
 
 def _files(fs: FileSlice | None) -> list[tuple[str, int]]:

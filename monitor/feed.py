@@ -15,8 +15,10 @@ from typing import Literal
 import pyarrow as pa
 
 from ..errors import HudiStreamingError, OptionError
-from ..hoodie.changes import Deletes, change_pieces, commit_clock, output_schema, read_columns
+from ..hoodie.changes import change_pieces, commit_clock
 from ..hoodie.config import is_zone
+from ..hoodie.deletes import Deletes
+from ..hoodie.feed_schema import output_schema, read_columns
 from ..hoodie.filters import Filter, FilterArg, PartitionPruner, filter_rows, pushed_filters
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline.instant import is_instant_time

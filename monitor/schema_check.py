@@ -14,7 +14,7 @@ import json
 import pyarrow as pa
 
 from ..errors import SchemaChangeError
-from ..hoodie.changes import FEED_COLUMNS
+from ..hoodie.feed_schema import FEED_COLUMNS
 from ..hoodie.logfile.avro_arrow import arrow_schema_from_avro
 from ..hoodie.table import META_COLUMNS
 from ..hoodie.vectors import with_vectors

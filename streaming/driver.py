@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from .._faults import fault_point
 from ..errors import DataLossError, OptionError, StateError
-from ..hoodie.changes import Deletes
+from ..hoodie.deletes import Deletes
 from ..hoodie.table import HudiTable
 from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
 from ..monitor.rewinds import RewindCheck

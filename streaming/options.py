@@ -21,8 +21,8 @@ from zoneinfo import ZoneInfo
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import OptionError
-from ..hoodie.changes import Deletes
 from ..hoodie.config import TableConfig, is_zone
+from ..hoodie.deletes import Deletes
 from ..state.row_rules import RowRules
 from .packing import MAX_PARTITION_BYTES, OPEN_COST_IN_BYTES, Packing, default_parallelism
 from .storage_options import storage_options

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ..errors import OptionError
-from ..hoodie.changes import output_schema
+from ..hoodie.feed_schema import output_schema
 from ..hoodie.table import HudiTable
 from .options import SourceOptions
 

@@ -11,7 +11,8 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from ..hoodie.changes import CommitClock, commit_clock, read_columns
+from ..hoodie.changes import CommitClock, commit_clock
+from ..hoodie.feed_schema import read_columns
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
 from ..monitor.split import Split

@@ -17,7 +17,9 @@ from conftest import fixture_names
 from stream_sim import make_reader
 from support.planning import round_by_round_splits
 
-from hudi_streaming.hoodie.changes import Deletes, output_schema, read_columns, slice_changes
+from hudi_streaming.hoodie.changes import slice_changes
+from hudi_streaming.hoodie.deletes import Deletes
+from hudi_streaming.hoodie.feed_schema import output_schema, read_columns
 from hudi_streaming.hoodie.storage import Storage
 from hudi_streaming.hoodie.table import HudiTable
 from hudi_streaming.monitor.monitor import MonitorOptions, StreamMonitor

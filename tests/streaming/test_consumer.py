@@ -19,7 +19,9 @@ from conftest import fixture_names
 from support.planning import round_by_round_splits
 
 from hudi_streaming.hoodie import slice_reader
-from hudi_streaming.hoodie.changes import Deletes, output_schema, read_columns, slice_changes
+from hudi_streaming.hoodie.changes import slice_changes
+from hudi_streaming.hoodie.deletes import Deletes
+from hudi_streaming.hoodie.feed_schema import output_schema, read_columns
 from hudi_streaming.hoodie.read import plan_slices
 from hudi_streaming.hoodie.slice_reader import SliceRead, align, read_slice
 from hudi_streaming.hoodie.table import HudiTable

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from .. import __version__
 from ..errors import HudiStreamingError, NotFoundError, OptionError, StateError
-from ..hoodie.changes import Deletes
+from ..hoodie.deletes import Deletes
 from ..hoodie.logfile.blocks import decode_data_block, decode_delete_block
 from ..hoodie.logfile.format import MAGIC, BlockType, HeaderKey, parse_log_file_name
 from ..hoodie.logfile.reader import iter_blocks

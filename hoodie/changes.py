@@ -13,21 +13,19 @@ delivered: changing that order changes what an offset means (bump the stream's o
 """
 from __future__ import annotations
 
-import datetime as dt
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import DataLossError, DeleteError
+from .commit_clock import CommitClock, commit_clock, commit_stamper
 from .deletes import Deletes
 from .feed_schema import (
     CHANGE_TYPE,
-    COMMIT_TIMESTAMP,
     COMMIT_VERSION,
     DELETE,
     FEED_COLUMNS,
@@ -36,12 +34,14 @@ from .feed_schema import (
     UPDATE_PRE,
 )
 from .fs_view import FileSlice
+from .planned_files import missing_files, verify_files
 from .read import read_schema
 from .scanner import InstantRange
 from .slice_reader import MergeType, Piece, SliceRead, align, read_slice_changes, slice_pieces
 from .table import COMMIT_TIME, RECORD_KEY, HudiTable
 
 log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class SliceRange:
@@ -77,78 +77,13 @@ class SliceRange:
                 and self.slice.base_instant in self.instants)
 
 
-@dataclass(frozen=True)
-class CommitClock:
-    """When the instants of a range became visible, for the rows' ``_commit_version`` and ``_commit_timestamp``.
-
-    ``completions`` maps requested times to completion times (table versions 8/9; version 6 records no completion
-    time, and its writes become visible in requested-time order, so the requested time stands for it). ``zone``
-    is the IANA zone the table's timeline writes times in (``hoodie.table.timeline.timezone``: UTC, or LOCAL —
-    the writer's zone). Tasks get the clock from the driver, which reads the timeline; they do not.
-    """
-
-    completions: Mapping[str, str]
-    zone: str = "UTC"
-
-    def stamp(self, completion: str) -> tuple[int, dt.datetime]:
-        """The version (the completion time as the number yyyyMMddHHmmssSSS) and the UTC moment of a completion."""
-        digits = completion.ljust(17, "0")
-        local = dt.datetime.strptime(digits[:14], "%Y%m%d%H%M%S").replace(
-            microsecond=int(digits[14:17]) * 1000, tzinfo=ZoneInfo(self.zone))
-        return int(digits), local.astimezone(dt.timezone.utc)
-
-
-def commit_clock(table: HudiTable, ranges: Iterable[SliceRange], zone: str) -> CommitClock:
-    """The clock of the instants ``ranges`` deliver (requested times of completed writes), from the table's
-    timeline, reading the archived timeline only for instants the active one no longer holds. One clock serves
-    a whole batch (or planning round): the timeline is scanned once, not per range."""
-    wanted = {i for rng in ranges for i in rng.delivered_instants}
-    if table.config.version < 8:
-        return CommitClock({i: i for i in wanted}, zone)
-    found = {e.requested_time: e.completion_time for e in table.timeline.completed_writes()
-             if e.requested_time in wanted and e.completion_time}
-    if wanted - found.keys():
-        every = table.timeline.completed_writes(include_archived=True)
-        found.update({e.requested_time: e.completion_time for e in every
-                      if e.requested_time in wanted and e.completion_time})
-    missing = sorted(wanted - found.keys())
-    if missing:
-        raise DataLossError(f"{table.url}: instant {missing[0]} is neither on the active nor on the archived "
-                            "timeline; its completion time (the rows' _commit_version) is unknown")
-    return CommitClock(found, zone)
-
-
-def _files(fs: FileSlice | None) -> list[tuple[str, int]]:
-    if fs is None:
-        return []
-    return ([(fs.base_file.path, fs.base_file.size)] if fs.base_file else []) + [(lf.path, lf.size)
-                                                                                 for lf in fs.log_files]
-
-
-def _file_problem(table: HudiTable, path: str, size: int) -> str | None:
-    try:
-        actual = table.storage.size(path)
-    except FileNotFoundError:
-        return "was removed before it was read; the cleaner retains too few commits for this reader's lag"
-    return f"shrank from {size} to {actual} bytes since it was planned" if actual < size else None
-
-
-def verify_files(table: HudiTable, rng: SliceRange) -> None:
-    """The planned files must still exist with at least the planned sizes: a cleaner that removed one would
-    otherwise shift every row after it."""
-    for path, size in _files(rng.slice):
-        problem = _file_problem(table, path, size)
-        if problem:
-            raise DataLossError(f"{table.url}: {path} of {rng.where} {problem}")
-
-
 def _usable_prior(table: HudiTable, rng: SliceRange, strict: bool) -> SliceRange:
     """The range, without its prior slice when the cleaner removed that already.
 
     The prior slice only tells updates from inserts and supplies pre-images and rewrite deletes: when those
     are delivered (``strict``) its loss is data loss; otherwise the rows are labelled inserts, with a warning.
     """
-    problems = [f"{path} {p}" for path, size in _files(rng.prior) if (p := _file_problem(table, path, size))]
+    problems = [f"{path} {p}" for path, p in missing_files(table, rng.prior)]
     if not problems:
         return rng
     if strict:
@@ -203,7 +138,8 @@ def change_pieces(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns:
     pieces = _change_pieces(table, rng, work, columns, deletes, changelog, merge_type, fail_on_data_loss,
                             carryovers)
     if COMMIT_VERSION in schema.names:
-        pieces = map(_stamper(rng, clock or commit_clock(table, [rng], table.config.timeline_zone)), pieces)
+        clock = clock or commit_clock(table, rng.delivered_instants, table.config.timeline_zone)
+        pieces = map(commit_stamper(rng.delivered_instants, rng.where, clock), pieces)
     yield from map(_without_commit_time, pieces) if virtual else pieces
 
 
@@ -211,34 +147,10 @@ def _without_commit_time(piece: pa.Table) -> pa.Table:
     return piece.drop_columns([COMMIT_TIME])
 
 
-def _stamper(rng: SliceRange, clock: CommitClock) -> Callable[[pa.Table], pa.Table]:
-    """Sets the commit columns of a piece: each row's from its commit time; a row whose commit time is not an
-    instant of the range (a snapshot's rows; every row of a table without meta fields) gets the range's last
-    instant (the latest completion)."""
-    known = [i for i in rng.delivered_instants if i in clock.completions]
-    if not known:
-        raise DataLossError(f"the commit clock has none of the instants {list(rng.delivered_instants)[:3]} of "
-                            f"{rng.where}")
-    last = max(known, key=lambda i: clock.completions[i])
-    keys = pa.array(known, pa.string())
-    stamps = [clock.stamp(clock.completions[i]) for i in known] + [clock.stamp(clock.completions[last])]
-    versions = pa.array([v for v, _ in stamps], pa.int64())
-    moments = pa.array([t for _, t in stamps], pa.timestamp("us", tz="UTC"))
-
-    def stamp(rows: pa.Table) -> pa.Table:
-        at = (pc.fill_null(pc.index_in(rows.column(COMMIT_TIME), value_set=keys), len(known))
-              if COMMIT_TIME in rows.column_names else pa.repeat(pa.scalar(len(known), pa.int32()), rows.num_rows))
-        for name, values in ((COMMIT_VERSION, versions), (COMMIT_TIMESTAMP, moments)):
-            idx = rows.schema.get_field_index(name)
-            rows = rows.set_column(idx, rows.schema.field(idx), values.take(at))
-        return rows
-    return stamp
-
-
 def _change_pieces(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
                    changelog: bool, merge_type: MergeType | str, fail_on_data_loss: bool,
                    carryovers: frozenset[str] | None) -> Iterator[pa.Table]:
-    verify_files(table, rng)
+    verify_files(table, rng.slice, rng.where)
     rng = _usable_prior(table, rng, fail_on_data_loss and (deletes is Deletes.EMIT or changelog))
     find_deletes = deletes is not Deletes.IGNORE  # to deliver them, or to stop on them
     if rng.replaced_by is not None:

@@ -15,7 +15,8 @@ from typing import Literal
 import pyarrow as pa
 
 from ..errors import HudiStreamingError, OptionError
-from ..hoodie.changes import change_pieces, commit_clock
+from ..hoodie.changes import change_pieces
+from ..hoodie.commit_clock import commit_clock
 from ..hoodie.config import is_zone
 from ..hoodie.deletes import Deletes
 from ..hoodie.feed_schema import output_schema, read_columns
@@ -111,7 +112,7 @@ class ChangeFeed:
 
     def _rows(self, splits: list[Split]) -> pa.Table:
         ranges = [split.slice_range() for split in splits]
-        clock = commit_clock(self.table, ranges, self.zone)
+        clock = commit_clock(self.table, (i for rng in ranges for i in rng.delivered_instants), self.zone)
         parts = [piece for rng in ranges for piece in change_pieces(
             self.table, rng, self.schema, self._read, self.deletes, self.changelog, clock=clock,
             carryovers=self.carryovers)]

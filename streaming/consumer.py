@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from .._faults import fault_point
-from ..hoodie.changes import CommitClock, change_pieces
+from ..hoodie.changes import change_pieces
+from ..hoodie.commit_clock import CommitClock
 from ..hoodie.deletes import Deletes
 from ..hoodie.slice_reader import MergeType
 from ..hoodie.table import HudiTable

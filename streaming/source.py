@@ -30,7 +30,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..hoodie.changes import CommitClock
+from ..hoodie.commit_clock import CommitClock
 from ..hoodie.filters import And, Compare, Filter, PartitionPruner, negate
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck

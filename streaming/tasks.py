@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from ..hoodie.changes import CommitClock, commit_clock
+from ..hoodie.commit_clock import CommitClock, commit_clock
 from ..hoodie.feed_schema import read_columns
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
@@ -33,4 +33,4 @@ def task_inputs(table: HudiTable, output: pa.Schema) -> tuple[pa.Schema, CommitC
 def batch_clock(table: HudiTable, splits: Iterable[Split], zone: str) -> CommitClock:
     """When the instants a batch delivers became visible (its rows' ``_commit_version`` and ``_commit_timestamp``),
     from the driver's timeline, once per batch and handed to every task: tasks read no timeline."""
-    return commit_clock(table, (s.slice_range() for s in splits), zone)
+    return commit_clock(table, (i for s in splits for i in s.slice_range().delivered_instants), zone)

@@ -223,7 +223,7 @@ def _ours_slice_setup(path: str, read_optimized: bool = False, runs: list | None
 def stream_task(path: str, storage_options: dict | None = None):
     """What a Spark task of this source runs on the slice, as a function returning its batch iterator.
 
-    Driver side, as ``streaming.driver.plan_batch_read`` plans ``spark.read``: the snapshot's slice made a split
+    Driver side, as ``streaming.batch_read.plan_batch_read`` plans ``spark.read``: the snapshot's slice made a split
     (every row of the slice), the output schema and the columns to read. Task side, as the source's ``read``: a
     table opened without listing, then ``consume`` over the whole split with the stream's defaults. The table is
     opened and the split planned here, outside the timing; the read starts when the iterator is first advanced.

@@ -9,7 +9,7 @@ of the cursor. Compaction and clustering rewrite rows without changing them and 
 wrote, restricted by the partition filter, in (partition, file id) order.
 
 Each split carries ``est_rows``, an upper bound of the rows reading it yields in the stream's read mode
-(:mod:`.row_bounds`; the driver's row limit relies on it, see ``streaming.driver.admit``), and ``est_bytes``,
+(:mod:`.row_bounds`; the driver's row limit relies on it, see ``streaming.admission.admit``), and ``est_bytes``,
 the exact size of the files reading it opens.
 """
 from __future__ import annotations

@@ -55,11 +55,14 @@ LANCE_EXTRA = "pip install 'hudi-streaming[lance]'"
 
 
 class BaseFileReader(ABC):
-    """One base file opened for reading: row count, column names, and rows a batch at a time."""
+    """One base file opened for reading: row count, column names, and rows a batch at a time. ``size``: the
+    file's size when known (a split's, a listing's; None or 0: not known), which spares an object store the
+    request asking for it (:meth:`Storage.input_file`)."""
 
-    def __init__(self, storage: Storage, path: str):
+    def __init__(self, storage: Storage, path: str, size: int | None = None):
         self.storage = storage
         self.path = path
+        self.size = size or None
 
     @property
     def where(self) -> str:
@@ -114,10 +117,10 @@ class _ParquetFile(BaseFileReader):
 
     format_name = "parquet"
 
-    def __init__(self, storage: Storage, path: str):
-        super().__init__(storage, path)
+    def __init__(self, storage: Storage, path: str, size: int | None = None):
+        super().__init__(storage, path, size)
         with self.decoding():
-            self.file = storage.parquet_file(path)
+            self.file = storage.parquet_file(path, self.size)
 
     @property
     def num_rows(self) -> int:
@@ -137,12 +140,12 @@ class _OrcFile(BaseFileReader):
 
     format_name = "ORC"
 
-    def __init__(self, storage: Storage, path: str):
-        super().__init__(storage, path)
+    def __init__(self, storage: Storage, path: str, size: int | None = None):
+        super().__init__(storage, path, size)
         with self.decoding():
             import pyarrow.orc as po  # here: only ORC tables need Arrow's ORC reader
 
-            self.file = po.ORCFile(storage.input_file(path))
+            self.file = po.ORCFile(storage.input_file(path, self.size))
 
     @property
     def num_rows(self) -> int:
@@ -169,8 +172,8 @@ class _LanceFile(BaseFileReader):
     #: pylance reports I/O and format errors as OSError, ValueError or RuntimeError ("LanceError(...)")
     corrupt_errors = (OSError, ValueError, RuntimeError)
 
-    def __init__(self, storage: Storage, path: str):
-        super().__init__(storage, path)
+    def __init__(self, storage: Storage, path: str, size: int | None = None):
+        super().__init__(storage, path, size)
         self._lance_file = _import_lance(self.where)
         self._spooled: str | None = None
         self.local = storage.full(path) if storage.local else self._spool()
@@ -215,20 +218,20 @@ _READERS: dict[str, type[BaseFileReader]] = {".parquet": _ParquetFile, ".orc": _
 assert set(_READERS) == set(FORMATS.values())
 
 
-def open_base_file(storage: Storage, path: str) -> BaseFileReader:
-    """The reader of base file ``path`` (relative to the table root), chosen by its suffix. Close it when done
-    (it may hold a local copy), e.g. with :func:`contextlib.closing`."""
+def open_base_file(storage: Storage, path: str, size: int | None = None) -> BaseFileReader:
+    """The reader of base file ``path`` (relative to the table root; ``size`` its size when known), chosen by
+    its suffix. Close it when done (it may hold a local copy), e.g. with :func:`contextlib.closing`."""
     suffix = posixpath.splitext(path)[1].lower()
     reader = _READERS.get(suffix)
     if reader is None:
         raise UnsupportedTableError(f"{storage.url}/{path}: base files of this kind are not supported (readable: "
                                     f"{', '.join(FORMATS)})")
-    return reader(storage, path)
+    return reader(storage, path, size)
 
 
-def base_file_rows(storage: Storage, path: str) -> int:
-    """Rows in base file ``path``, from its footer."""
-    with contextlib.closing(open_base_file(storage, path)) as f:
+def base_file_rows(storage: Storage, path: str, size: int | None = None) -> int:
+    """Rows in base file ``path`` (``size``: its size when known), from its footer."""
+    with contextlib.closing(open_base_file(storage, path, size)) as f:
         return f.num_rows
 
 

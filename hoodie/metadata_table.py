@@ -277,14 +277,6 @@ def _combine(older: dict[str, _Entry] | None, newer: dict[str, _Entry]) -> dict[
     return out
 
 
-class _ListedStorage(Storage):
-    """The metadata table's store: a file read with the size its listing gave is one ranged request of exactly
-    those bytes (an object store's whole-object read asks for the size first: two requests per log file)."""
-
-    def read_bytes(self, rel: str, size: int | None = None) -> bytes:
-        return self.read_range(rel, 0, size) if size else super().read_bytes(rel)
-
-
 @dataclass(frozen=True)
 class Unusable:
     """Why the metadata table is not read (the store is listed instead)."""
@@ -306,7 +298,7 @@ def open_files_index(data_storage: Storage, config: TableConfig, timeline: Timel
     if FILES_PARTITION not in done or FILES_PARTITION in inflight:
         return Unusable("'files' is not a completed metadata partition (hoodie.table.metadata.partitions="
                         f"{','.join(sorted(done)) or 'empty'})")
-    storage = _ListedStorage(f"{data_storage.url}/{METADATA_FOLDER}", storage_options)
+    storage = Storage(f"{data_storage.url}/{METADATA_FOLDER}", storage_options)
     try:
         text = storage.read_bytes(".hoodie/hoodie.properties").decode("latin-1")
     except FileNotFoundError:

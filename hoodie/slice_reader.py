@@ -326,7 +326,7 @@ def _base_pieces(req: SliceRead, fs: FileSlice) -> Iterator[pa.Table]:
     if fs.base_file is None:
         return
     renames = req.table.renames(fs.base_file.instant)
-    with contextlib.closing(open_base_file(req.table.storage, fs.base_file.path)) as f:
+    with contextlib.closing(open_base_file(req.table.storage, fs.base_file.path, fs.base_file.size)) as f:
         names = set(f.names)
         present = [c for c in _stored_names(req.schema.names, renames) if c in names]
         if not present:  # nothing to read but the row count

@@ -20,6 +20,7 @@ and the last error. Errors callers act on — a missing file, an existing one �
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import os
 import posixpath
@@ -113,6 +114,9 @@ class Storage:
         self.root = root.rstrip("/") or "/"
         #: the object store's endpoint, named in errors (empty: the URL names it)
         self._endpoint = str((options.get("client_kwargs") or {}).get("endpoint_url") or "") if s3 else ""
+        #: options of a whole-file read of unknown size: one GET (s3fs 2025+ asks for the size first, to fetch
+        #: large objects in concurrent parts; the files read whole here are metadata of kilobytes)
+        self._whole_read = {"max_concurrency": 1} if s3 and _takes(self.fs, "_cat_file", "max_concurrency") else {}
         if s3 and hasattr(self.fs, "retries"):
             self.fs.retries = 1  # s3fs's own loop nests and has no deadline: this class's loop replaces it
             _count_client_retries(self.fs)
@@ -147,17 +151,16 @@ class Storage:
 
     @_credentials_checked
     def read_bytes(self, rel: str, size: int | None = None) -> bytes:
-        """The whole file. ``size``: the bytes the table's metadata recorded for it — a read that returns fewer is
-        retried as a failed read, and an object the store itself reports shorter is a :class:`CorruptFileError`
-        naming it (never fewer bytes, which would read as fewer rows)."""
+        """The whole file; with ``size`` (the bytes the table's metadata or a listing recorded for it) exactly
+        its first ``size`` bytes, in one ranged request (:meth:`read_range`): a whole-object read of s3fs asks
+        for the object's size first, a request per file that a known size makes needless; and a file appended
+        to since (a v6 log file) reads as it was recorded. Fewer bytes than recorded are retried as a failed read,
+        and an object the store itself holds shorter is a :class:`CorruptFileError` naming it (never fewer bytes,
+        which would read as fewer rows)."""
+        if size:
+            return self.read_range(rel, 0, size)
         full = self.full(rel)
-
-        def once() -> bytes:
-            data = self.fs.cat_file(full)
-            if size is not None and len(data) < size:
-                self._short_read(rel, len(data), size)
-            return data
-        return self._retrying("read", rel, once)
+        return self._retrying("read", rel, lambda: self.fs.cat_file(full, **self._whole_read))
 
     @_credentials_checked
     def read_range(self, rel: str, offset: int, length: int) -> bytes:
@@ -192,7 +195,7 @@ class Storage:
         return f
 
     @_credentials_checked
-    def parquet_file(self, rel: str) -> pq.ParquetFile:
+    def parquet_file(self, rel: str, size: int | None = None) -> pq.ParquetFile:
         """A parquet file read a column buffer at a time, so that a slice read in pieces holds about one piece.
 
         By default Arrow reads every column chunk of a row group whole before decoding its first page, and Hudi
@@ -201,17 +204,18 @@ class Storage:
         a stream of buffers (``buffer_size``, no ``pre_buffer``) from :meth:`input_file`: locally
         :data:`PARQUET_READ_BUFFER` bytes per column, read and decoded by Arrow's threads; on an object store
         :data:`REMOTE_READ_BUFFER` bytes per column and request (a small object is fetched whole instead).
+        ``size``: the file's size when known (see :meth:`input_file`).
         """
         import pyarrow.parquet as pq  # here: the planning and schema workers read no parquet
 
-        source = self.input_file(rel)
+        source = self.input_file(rel, size)
         if isinstance(source, pa.BufferReader):
             return pq.ParquetFile(source)
         return pq.ParquetFile(source, buffer_size=PARQUET_READ_BUFFER if self._local else REMOTE_READ_BUFFER,
                               pre_buffer=False)
 
     @_credentials_checked
-    def input_file(self, rel: str) -> pa.NativeFile | IO[bytes]:
+    def input_file(self, rel: str, size: int | None = None) -> pa.NativeFile | IO[bytes]:
         """A file opened for Arrow's random-access readers (parquet, ORC), which read its footer and then the
         ranges they decode, never the whole file unless it is small:
 
@@ -222,19 +226,28 @@ class Storage:
           column. A file object of Python must be read from the calling thread only (Arrow threads calling back
           into Python now and then abort the process at interpreter exit, apache/arrow#33975): readers pass
           ``use_threads=storage.arrow_threads``.
+
+        ``size``: the file's size when the caller knows it (a split carries the size its listing gave; 0 or None:
+        not known): an object
+        store is then not asked for it, so a small object is one request (a GET), a larger one its footer's and
+        its columns' ranged GETs, no HEAD. An object the store holds shorter than that is a
+        :class:`CorruptFileError` naming it, as for :meth:`read_bytes`.
         """
         full = self.full(rel)
         if self._local:
             return self._retrying("open", rel, lambda: _local_fs().open_input_file(full))
+        if size and size <= WHOLE_FETCH_MAX:
+            return pa.BufferReader(self.read_bytes(rel, size))
 
         def once() -> pa.NativeFile | IO[bytes]:
-            f = self.fs.open(full, "rb", cache_type="none")  # no fsspec cache: each read is one request
-            size = getattr(f, "size", None)
-            if size is None or size <= WHOLE_FETCH_MAX:
+            # no fsspec cache: each read is one request; a known size spares s3fs's HEAD
+            f = self.fs.open(full, "rb", cache_type="none", **({"size": size} if size else {}))
+            known = getattr(f, "size", None)
+            if known is None or known <= WHOLE_FETCH_MAX:
                 with f:
                     data = f.read()
-                if size is not None and len(data) < size:
-                    raise _retry.ShortRead(f"read {len(data)} of {size} bytes")
+                if known is not None and len(data) < known:
+                    raise _retry.ShortRead(f"read {len(data)} of {known} bytes")
                 return pa.BufferReader(data)
             return _RetryingFile(self, rel, f)
         return self._retrying("read", rel, once)
@@ -414,8 +427,8 @@ class _RetryingFile:
         def once() -> bytes:
             self._f.seek(pos)
             data = self._f.read(length)
-            if due is not None and len(data) < due:
-                raise _retry.ShortRead(f"read {len(data)} of {due} bytes at offset {pos}")
+            if due is not None and len(data) < due:  # a cut read (retried), or an object shorter than its size
+                self._storage._short_read(self._rel, pos + len(data), pos + due)
             return data
         return self._storage._retrying("read", self._rel, once)
 
@@ -472,6 +485,14 @@ def _s3_retry_settings(options: dict) -> dict:
         return options
     config["retries"] = dict(_retry.BOTOCORE_RETRIES)
     return {**options, "config_kwargs": config}
+
+
+def _takes(fs: Any, method: str, parameter: str) -> bool:
+    """Whether ``fs``'s ``method`` takes ``parameter`` (options that newer fsspec implementations added)."""
+    try:
+        return parameter in inspect.signature(getattr(fs, method)).parameters
+    except (AttributeError, TypeError, ValueError):
+        return False
 
 
 def _count_client_retries(fs: Any) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import threading
 import urllib.parse
 
 import pyarrow as pa
@@ -43,6 +44,8 @@ class HudiTable:
         self._listing: list[FileInfo] | None = None
         self._files_index: FilesIndex | None | bool = False  # False: not opened yet; None: not usable
         self._schema_history: SchemaHistory | None | bool = False  # False: not read yet
+        #: a slice read asks for renames from two threads at once (base file, log blocks): it is read once
+        self._schema_history_lock = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -84,9 +87,10 @@ class HudiTable:
     def renames(self, instant: str) -> dict[str, str]:
         """Column names in data written at ``instant`` -> today's names, for columns renamed since (schema on
         read, :mod:`.schema_history`); read once per table object."""
-        if self._schema_history is False:
-            self._schema_history = load_schema_history(self.storage)
-        history = self._schema_history
+        with self._schema_history_lock:
+            if self._schema_history is False:
+                self._schema_history = load_schema_history(self.storage)
+            history = self._schema_history
         return history.renames(instant) if isinstance(history, SchemaHistory) else {}
 
     def arrow_schema(self, as_of: str | None = None) -> pa.Schema:

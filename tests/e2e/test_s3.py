@@ -13,12 +13,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 import s3fs
-from support.s3_server import KEY, REGION, SECRET
+from support.s3_fault_proxy import FaultProxy
+from support.s3_server import KEY, REGION, SECRET, S3Server
 from support.verify import apply_upserts, duplicates, state_differences  # noqa: E402
 
 from hudi_streaming import OptionError, hoodie
@@ -121,6 +123,55 @@ def test_a_large_base_file_on_s3_is_read_a_buffer_at_a_time_and_never_whole(s3, 
     assert table.storage.parquet_file(base.name).metadata.num_rows == 20000
     footer = sum(end - start for key, start, end in fetched if key.endswith(base.name))
     assert 0 < footer < size / 4
+
+
+class _KeyCounter(FaultProxy):
+    """The counting proxy, counting per (operation, key) too."""
+
+    def __init__(self, server: S3Server):
+        super().__init__(server)
+        self.by_key: Counter = Counter()
+
+    def _pick(self, op: str, key: str, has_body: bool) -> str | None:
+        with self._lock:
+            self.by_key[op, key] += 1
+        return super()._pick(op, key, has_body)
+
+
+def test_a_task_reads_each_planned_file_in_one_get_and_a_removed_one_is_data_loss(s3, tmp_path):
+    """A split carries each file's size from the listing: a task reads each base and log file in one GET, asking
+    the store for no size it knows (a HEAD per file is left: the check that the planned files are still there
+    before any is read, ``planned_files``); a file the cleaner removed since planning is data loss naming it."""
+    from hudi_streaming.errors import DataLossError
+    from hudi_streaming.streaming.batch_read import plan_batch_read
+    from hudi_streaming.streaming.schema import source_schema
+    from hudi_streaming.streaming.source import FileGroupPartition, _read_task
+
+    schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("part", pa.string())])
+    w = create_table(str(tmp_path / "t"), "one_get", schema, record_key="id", partition_fields="part",
+                     ordering_field="ts", table_type="MERGE_ON_READ", version=9)
+    w.insert(pa.table({"id": [f"k{i}" for i in range(6)], "ts": [1] * 6, "part": ["a", "b", "c"] * 2}, schema=schema))
+    w.upsert(pa.table({"id": ["k0", "k1"], "ts": [2, 2], "part": ["a", "b"]}, schema=schema))
+    url = s3.upload(tmp_path / "t", "one-get")
+    proxy = _KeyCounter(s3)
+    try:
+        opts = parse_options({"path": url, **proxy.spark_options})
+        output = source_schema(opts)
+        tasks = plan_batch_read(opts, output, FileGroupPartition)
+        files = [f for t in tasks for r in t.ranges for f in r.split.files]
+        assert len(files) == 5, "three base files and two log files"
+        proxy.by_key.clear()
+        assert sum(b.num_rows for t in tasks for b in _read_task(opts, t, output)) == 6
+        prefix = url.split("/", 3)[3] + "/"
+        assert {f: {op: n for (op, key), n in proxy.by_key.items() if key == prefix + f} for f in files} == \
+            {f: {"GET": 1, "HEAD": 1} for f in files}
+
+        gone = tasks[0].ranges[0].split.files[0]
+        s3fs.S3FileSystem(skip_instance_cache=True, **s3.storage_options).rm(f"{url}/{gone}")
+        with pytest.raises(DataLossError, match=f"{gone} of file group .* was removed before it was read"):
+            list(_read_task(opts, tasks[0], output))
+    finally:
+        proxy.stop()
 
 
 def test_a_process_that_read_parquet_in_ranged_requests_exits_cleanly(s3, unzip_fixture):

@@ -236,7 +236,7 @@ def test_a_store_that_fails_is_not_called_a_corrupt_file(failure, tmp_path, monk
     pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "f.parquet")
     storage = Storage(str(tmp_path))
 
-    def failing(rel):
+    def failing(rel, size=None):
         raise failure("the store failed")
     monkeypatch.setattr(storage, "parquet_file", failing)
     with pytest.raises(failure):

@@ -34,7 +34,7 @@ from .feed_schema import (
     UPDATE_PRE,
 )
 from .fs_view import FileSlice
-from .planned_files import missing_files, verify_files
+from .planned_files import missing_files, verified
 from .read import read_schema
 from .scanner import InstantRange
 from .slice_reader import MergeType, Piece, SliceRead, align, read_slice_changes, slice_pieces
@@ -135,8 +135,8 @@ def change_pieces(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns:
     work = pa.schema([pa.field(COMMIT_TIME, pa.string()), *schema]) if virtual else schema
     if virtual and carryovers is None and rng.prior is not None:
         carryovers = frozenset()
-    pieces = _change_pieces(table, rng, work, columns, deletes, changelog, merge_type, fail_on_data_loss,
-                            carryovers)
+    pieces = verified(table, rng.slice, rng.where, _change_pieces(table, rng, work, columns, deletes, changelog,
+                                                                 merge_type, fail_on_data_loss, carryovers))
     if COMMIT_VERSION in schema.names:
         clock = clock or commit_clock(table, rng.delivered_instants, table.config.timeline_zone)
         pieces = map(commit_stamper(rng.delivered_instants, rng.where, clock), pieces)
@@ -150,7 +150,6 @@ def _without_commit_time(piece: pa.Table) -> pa.Table:
 def _change_pieces(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
                    changelog: bool, merge_type: MergeType | str, fail_on_data_loss: bool,
                    carryovers: frozenset[str] | None) -> Iterator[pa.Table]:
-    verify_files(table, rng.slice, rng.where)
     rng = _usable_prior(table, rng, fail_on_data_loss and (deletes is Deletes.EMIT or changelog))
     find_deletes = deletes is not Deletes.IGNORE  # to deliver them, or to stop on them
     if rng.replaced_by is not None:

@@ -1,16 +1,25 @@
-"""Whether the files a read was planned with are still there as planned, before any of them is read.
+"""Whether the files a read was planned with are still there as planned.
 
 A split names its files with the sizes the planner saw, and a record offset counts rows in them: a file the
-cleaner removed, or one shorter than planned, would shift every row after it. So the reader checks them first
-and stops with a :class:`DataLossError` naming the file, rather than deliver other rows under the same offsets.
+cleaner removed, or one shorter than planned, would shift every row after it. So the reader stops with a
+:class:`DataLossError` naming the file, rather than deliver other rows under the same offsets.
+
+The files are read with their planned sizes, so a read of one that is gone fails, and of one that is shorter is
+refused (``Storage``: a :class:`CorruptFileError`), before the slice yields a row: a slice's log files are read
+whole before its first piece, its base file's footer from the planned end. So the store is asked about the files
+only when such a read failed (:func:`verified`), not before every read: that was a request per file on an object
+store, a third of a task's requests.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypeVar
 
-from ..errors import DataLossError
+from ..errors import CorruptFileError, DataLossError
 from .fs_view import FileSlice
 from .table import HudiTable
+
+_T = TypeVar("_T")
 
 
 def missing_files(table: HudiTable, fs: FileSlice | None) -> Iterator[tuple[str, str]]:
@@ -34,3 +43,13 @@ def verify_files(table: HudiTable, fs: FileSlice, where: str) -> None:
     """The planned files of ``fs`` (the range ``where``) must still exist with at least the planned sizes."""
     for path, problem in missing_files(table, fs):
         raise DataLossError(f"{table.url}: {path} of {where} {problem}")
+
+
+def verified(table: HudiTable, fs: FileSlice, where: str, pieces: Iterator[_T]) -> Iterator[_T]:
+    """``pieces`` (a read of ``fs``'s files), a read that failed on a file gone or short being
+    :func:`verify_files`'s data loss naming it (any other failure stays what it is)."""
+    try:
+        yield from pieces
+    except (FileNotFoundError, CorruptFileError):
+        verify_files(table, fs, where)
+        raise

@@ -1,4 +1,5 @@
 """The driver-side monitor: turns newly completed instants into splits (Hudi's StreamReadMonitoringFunction)."""
 from .monitor import Cursor, Plan, StreamMonitor
+from .split import LogRef, Split
 
-__all__ = ["Cursor", "Plan", "StreamMonitor"]
+__all__ = ["Cursor", "Plan", "StreamMonitor", "Split", "LogRef"]

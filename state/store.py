@@ -14,8 +14,9 @@ query's segment from replacing one that the first one's state names). A state fi
 splits are pending (a first snapshot of a large table plans one per file group), so committing a batch
 rewrites kilobytes, not the whole queue; a segment leaves when every split in it is committed.
 
-What the files hold is the checkpoint's own schema (``records``), converted to and from the planner's objects
-here, at the boundary: the planner's classes can change without changing what users' checkpoints mean.
+What the files hold is the checkpoint's own schema (``records``: the state file's records, the splits'
+serialisation), converted to and from the planner's objects here, at the boundary: the planner's classes can
+change without changing what users' checkpoints mean.
 
 A store that fails is retried by ``Storage`` (bounded by ``retry_deadline_seconds``). A state write the store
 applied but answered with an error is found on its retry holding exactly the bytes written and taken as done
@@ -33,23 +34,23 @@ import re
 import uuid
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from .._faults import fault_point
 from ..errors import StateError, StoreError
 from ..hoodie.storage import Storage
-from ..monitor import Cursor, Split
+from ..monitor import Cursor
 from .records import (
     Format1StateRecord,
     Format2StateRecord,
     Format3StateRecord,
-    PlannedSplitRecord,
+    PlannedSplit,
     SegmentRecord,
     StateRecord,
     cursor_of,
     cursor_record,
-    split_of,
-    split_record,
+    planned_from_json,
+    planned_json,
 )
 from .row_rules import RowRules, check_rules
 
@@ -61,19 +62,7 @@ FORMAT_VERSION = 4
 KEEP_VERSIONS = 10
 _FILE = re.compile(r"^state-(\d{12})\.json$")
 _SEGMENT = re.compile(r"^splits-\d{12}-\d{12}(-[0-9a-f]{12})?\.json$")
-_SEGMENT_FILE = TypeAdapter(list[PlannedSplitRecord])
 _R = TypeVar("_R", bound=BaseModel)
-
-
-class PlannedSplit(BaseModel):
-    """A split with its place in the stream: offsets count splits by ``seq``."""
-
-    model_config = ConfigDict(frozen=True)
-
-    seq: int
-    round: int  # the planning round (one poll of the monitor); rounds count instants for the limits
-    instants_in_round: int
-    split: Split
 
 
 class StreamState(BaseModel):
@@ -151,7 +140,10 @@ class StateStore:
         record: Format1StateRecord | Format2StateRecord
         if format_version == 1:
             record = _validated(Format1StateRecord, body, where)
-            planned: list[PlannedSplitRecord] = list(record.splits)
+            try:
+                planned = [planned_from_json(p, f"splits.{i}", format1=True) for i, p in enumerate(record.splits)]
+            except StateError as e:
+                raise StateError(f"{where}: invalid state ({e})") from None
             segments: list[SegmentRecord] = []
         else:
             schema = (Format2StateRecord if format_version == 2 else Format3StateRecord if format_version == 3
@@ -162,8 +154,7 @@ class StateStore:
         state = StreamState(table_url=record.table_url, table_name=record.table_name,
                             cursor=cursor_of(record.cursor) if record.cursor is not None else None,
                             started=record.started, next_seq=record.next_seq, next_round=record.next_round,
-                            splits=[PlannedSplit(seq=p.seq, round=p.round, instants_in_round=p.instants_in_round,
-                                                 split=split_of(p.split)) for p in planned],
+                            splits=planned,
                             committed_seq=record.committed_seq)
         # formats 1 and 2 name no stream (a new one from here on) and know no instants; 1 to 3 record no row rules
         if isinstance(record, Format3StateRecord):
@@ -174,7 +165,7 @@ class StateStore:
         self._segments = segments
         return state
 
-    def _read_segments(self, record: Format2StateRecord, where: str) -> list[PlannedSplitRecord]:
+    def _read_segments(self, record: Format2StateRecord, where: str) -> list[PlannedSplit]:
         """The pending splits of the named segments, checked against their digests and for gaps."""
         splits = []
         for seg in record.segments:
@@ -185,9 +176,16 @@ class StateStore:
             if hashlib.sha256(raw).hexdigest() != seg.sha256:
                 raise StateError(f"{self.location}/{seg.name}: checksum mismatch, the segment is torn or was edited")
             try:
-                splits += [p for p in _SEGMENT_FILE.validate_json(raw) if p.seq >= record.committed_seq]
-            except ValidationError as e:
-                raise StateError(f"{self.location}/{seg.name}: invalid split segment ({_first_error(e)})") from None
+                entries = json.loads(raw)
+            except ValueError as e:
+                raise StateError(f"{self.location}/{seg.name}: invalid split segment (Invalid JSON: {e})") from None
+            try:
+                if not isinstance(entries, list):
+                    raise StateError("Input should be a valid list")
+                splits += [p for p in (planned_from_json(e, str(i)) for i, e in enumerate(entries))
+                           if p.seq >= record.committed_seq]
+            except StateError as e:
+                raise StateError(f"{self.location}/{seg.name}: invalid split segment ({e})") from None
         seqs = [p.seq for p in splits]
         if seqs != list(range(record.committed_seq, record.next_seq)):
             raise StateError(f"{where}: its split segments hold sequences {seqs[:3]}..., "
@@ -200,9 +198,7 @@ class StateStore:
         covered = keep[-1].last + 1 if keep else state.committed_seq
         new = [p for p in state.splits if p.seq >= covered]
         if new:
-            data = json.dumps([PlannedSplitRecord(seq=p.seq, round=p.round, instants_in_round=p.instants_in_round,
-                                                  split=split_record(p.split)).model_dump(mode="json")
-                               for p in new]).encode()
+            data = json.dumps([planned_json(p) for p in new]).encode()
             name = f"splits-{new[0].seq:012d}-{new[-1].seq:012d}-{self._token}.json"
             self._create(name, data)
             keep.append(SegmentRecord(name=name, first=new[0].seq, last=new[-1].seq,

@@ -96,8 +96,7 @@ def group_size(ranges: Sequence[SplitRange]) -> tuple[int, int]:
     for r in ranges:
         split = r.split
         size += split.est_bytes
-        files += len(split.files) + (0 if split.prior is None else
-                                     bool(split.prior.base_path) + len(split.prior.logs))
+        files += len(split.files) + (0 if split.prior is None else len(split.prior.files))
     return size, files
 
 

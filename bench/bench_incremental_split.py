@@ -77,15 +77,14 @@ def main() -> None:
     out = output_schema(t.arrow_schema(), None)
     cols = read_columns(t, out)
     req = SliceRead(t, cols, split.max_instant, InstantRange(instants=frozenset(split.instants)))
-    rng = split.slice_range()
-    plain_s, (plain, _) = best_of(args.repeat, lambda: read_slice_changes(req, rng.slice, with_deletes=False))
-    stream_s, stream = best_of(args.repeat, lambda: slice_changes(t, rng, out, cols, Deletes.IGNORE))
-    log_s, changes = best_of(args.repeat, lambda: slice_changes(t, rng, out, cols, Deletes.IGNORE, changelog=True))
+    plain_s, (plain, _) = best_of(args.repeat, lambda: read_slice_changes(req, split.slice, with_deletes=False))
+    stream_s, stream = best_of(args.repeat, lambda: slice_changes(t, split, out, cols, Deletes.IGNORE))
+    log_s, changes = best_of(args.repeat, lambda: slice_changes(t, split, out, cols, Deletes.IGNORE, changelog=True))
     if sorted(stream.column("uuid").to_pylist()) != sorted(plain.column("uuid").to_pylist()):
         sys.exit("the stream's rows differ from the plain range read")
     kinds = dict(Counter(changes.column("_change_type").to_pylist()))
-    print(f"file group: {args.rows:,} base rows, {len(split.logs)} log files; the split delivers {plain.num_rows:,} "
-          f"rows of instant {split.instants[0]} (changelog: {kinds})")
+    print(f"file group: {args.rows:,} base rows, {len(split.slice.log_files)} log files; the split delivers "
+          f"{plain.num_rows:,} rows of instant {split.instants[0]} (changelog: {kinds})")
     print(f"{'read':<44} | {'best ms':>8} | {'vs plain':>8}")
     for name, secs in (("plain range read (read_slice_changes)", plain_s),
                        ("stream, upsert mode (slice_changes)", stream_s),

@@ -164,7 +164,7 @@ def task_cpu_split(table: str, files: list[str], repeat: int) -> dict[str, float
 
     def pieces(read_optimized: bool, logs_only: bool):
         for hudi_table, columns, split in slices:
-            fs = split.slice_range().slice
+            fs = split.slice
             yield from slice_pieces(SliceRead(hudi_table, columns, split.max_instant, read_optimized=read_optimized),
                                     replace(fs, base_file=None) if logs_only else fs)
 

@@ -85,8 +85,8 @@ def task_requests(store: SlowStore, url: str) -> dict:
     opts = parse_options({"path": url, **store.proxy.spark_options})
     schema = source_schema(opts)
     tasks = plan_batch_read(opts, schema, FileGroupPartition)
-    files = {r.split.base_path: "base" for t in tasks for r in t.ranges if r.split.base_path}
-    files.update({lf.path: "log" for t in tasks for r in t.ranges for lf in r.split.logs})
+    files = {fs.base_file.path: "base" for t in tasks for r in t.ranges if (fs := r.split.slice).base_file}
+    files.update({lf.path: "log" for t in tasks for r in t.ranges for lf in r.split.slice.log_files})
     store.proxy.reset_stats()
     t0 = time.perf_counter()
     rows = sum(b.num_rows for t in tasks for b in _read_task(opts, t, schema))

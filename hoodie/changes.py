@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,51 +33,17 @@ from .feed_schema import (
     UPDATE_POST,
     UPDATE_PRE,
 )
-from .fs_view import FileSlice
 from .planned_files import missing_files, verified
 from .read import read_schema
 from .scanner import InstantRange
 from .slice_reader import MergeType, Piece, SliceRead, align, read_slice_changes, slice_pieces
+from .split import Split
 from .table import COMMIT_TIME, RECORD_KEY, HudiTable
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class SliceRange:
-    """One file slice (its files and sizes exactly as planned) and the instants whose changes it gives.
-
-    ``instants`` None means every row of the slice (a snapshot); ``replaced_by`` names the insert overwrite that
-    replaced the file group (every row of the slice is then deleted); ``prior`` is the file group as it was just
-    before a range that rewrote its base file, merged up to ``prior_max_instant``.
-    """
-
-    slice: FileSlice
-    max_instant: str
-    instants: tuple[str, ...] | None = None
-    replaced_by: str | None = None
-    prior: FileSlice | None = None
-    prior_max_instant: str = ""
-
-    @property
-    def where(self) -> str:
-        """The file group and instants, for error messages."""
-        return (f"file group {self.slice.partition}/{self.slice.file_id} (instants "
-                f"{list(self.instants or ['snapshot'])[:3]})")
-
-    @property
-    def delivered_instants(self) -> tuple[str, ...]:
-        """The instants whose changes the range delivers: a snapshot is delivered as of its last instant."""
-        return (self.replaced_by,) if self.replaced_by else self.instants or (self.max_instant,)
-
-    @property
-    def rewrote_base(self) -> bool:
-        """Whether the range wrote the slice's base file (copy-on-write updates, compaction, clustering)."""
-        return (self.slice.base_file is not None and self.instants is not None
-                and self.slice.base_instant in self.instants)
-
-
-def _usable_prior(table: HudiTable, rng: SliceRange, strict: bool) -> SliceRange:
+def _usable_prior(table: HudiTable, rng: Split, strict: bool) -> Split:
     """The range, without its prior slice when the cleaner removed that already.
 
     The prior slice only tells updates from inserts and supplies pre-images and rewrite deletes: when those
@@ -94,7 +60,7 @@ def _usable_prior(table: HudiTable, rng: SliceRange, strict: bool) -> SliceRange
     return replace(rng, prior=None)
 
 
-def slice_changes(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
+def slice_changes(table: HudiTable, rng: Split, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
                   changelog: bool = False, merge_type: MergeType | str = MergeType.PAYLOAD_COMBINE,
                   fail_on_data_loss: bool = True, clock: CommitClock | None = None) -> pa.Table:
     """Every change of ``rng``, whole: :func:`change_pieces` joined."""
@@ -103,7 +69,7 @@ def slice_changes(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns:
     return pa.concat_tables(pieces) if pieces else schema.empty_table()
 
 
-def change_pieces(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
+def change_pieces(table: HudiTable, rng: Split, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
                   changelog: bool = False, merge_type: MergeType | str = MergeType.PAYLOAD_COMBINE,
                   fail_on_data_loss: bool = True, clock: CommitClock | None = None,
                   carryovers: frozenset[str] | None = None) -> Iterator[pa.Table]:
@@ -147,7 +113,7 @@ def _without_commit_time(piece: pa.Table) -> pa.Table:
     return piece.drop_columns([COMMIT_TIME])
 
 
-def _change_pieces(table: HudiTable, rng: SliceRange, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
+def _change_pieces(table: HudiTable, rng: Split, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
                    changelog: bool, merge_type: MergeType | str, fail_on_data_loss: bool,
                    carryovers: frozenset[str] | None) -> Iterator[pa.Table]:
     rng = _usable_prior(table, rng, fail_on_data_loss and (deletes is Deletes.EMIT or changelog))
@@ -224,7 +190,7 @@ def _equal(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> pa.A
     return pc.or_(pc.fill_null(pc.equal(a, b), False), both_null)
 
 
-def _checked(table: HudiTable, rng: SliceRange, changes: pa.Table, deletes: Deletes) -> pa.Table:
+def _checked(table: HudiTable, rng: Split, changes: pa.Table, deletes: Deletes) -> pa.Table:
     """``changes``, unless they hold deletes the reader may not drop silently (``deletes`` FAIL)."""
     if deletes is not Deletes.FAIL or CHANGE_TYPE not in changes.column_names:
         return changes
@@ -239,7 +205,7 @@ def _checked(table: HudiTable, rng: SliceRange, changes: pa.Table, deletes: Dele
                       "table")
 
 
-def _dropped_by_rewrite(rng: SliceRange, keys: SliceRead, before: pa.Table, before_keys: pa.Array) -> pa.Table:
+def _dropped_by_rewrite(rng: Split, keys: SliceRead, before: pa.Table, before_keys: pa.Array) -> pa.Table:
     """Rows of the prior slice whose keys the rewritten slice no longer holds, at the rewriting instant."""
     now = read_slice_changes(replace(keys, instant_range=None), rng.slice, with_deletes=False)[0]
     return _at_instant(before.filter(pc.invert(pc.is_in(before_keys, value_set=keys.key_array(now)))),
@@ -254,7 +220,7 @@ def _at_instant(rows: pa.Table, instant: str) -> pa.Table:
     return rows.set_column(idx, rows.schema.field(idx), pa.repeat(pa.scalar(instant), rows.num_rows))
 
 
-def _changes_and_earlier_state(rng: SliceRange, req: SliceRead, keys_only: pa.Schema, find_deletes: bool,
+def _changes_and_earlier_state(rng: Split, req: SliceRead, keys_only: pa.Schema, find_deletes: bool,
                                need_values: bool, rewrite_deletes: bool
                                ) -> Iterator[tuple[pa.Table, pa.Table | None, pa.Table | None]]:
     """The range's rows, its deletes, and the file group's earlier state (None when nothing came before), in
@@ -282,7 +248,7 @@ def _changes_and_earlier_state(rng: SliceRange, req: SliceRead, keys_only: pa.Sc
     yield rows, deleted, _state_before(rng, req if values else replace(req, schema=keys_only), changed)
 
 
-def _state_before(rng: SliceRange, req: SliceRead, only: pa.Array | None) -> pa.Table | None:
+def _state_before(rng: Split, req: SliceRead, only: pa.Array | None) -> pa.Table | None:
     """The file group as it was just before the range, read a piece at a time and kept only for the keys
     ``only`` (all when None): its base file, unless the range wrote it, merged with the log blocks of instants
     outside the range (all older: the range holds the newest instants).

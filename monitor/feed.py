@@ -21,10 +21,10 @@ from ..hoodie.config import is_zone
 from ..hoodie.deletes import Deletes
 from ..hoodie.feed_schema import output_schema, read_columns
 from ..hoodie.filters import Filter, FilterArg, PartitionPruner, filter_rows, pushed_filters
+from ..hoodie.split import Split
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline.instant import is_instant_time
 from .monitor import Cursor, MonitorOptions, Plan, StreamMonitor
-from .split import Split
 
 DeletesArg = Literal["emit", "ignore", "fail"]
 #: partition field → the values to read
@@ -111,10 +111,9 @@ class ChangeFeed:
             yield plan
 
     def _rows(self, splits: list[Split]) -> pa.Table:
-        ranges = [split.slice_range() for split in splits]
-        clock = commit_clock(self.table, (i for rng in ranges for i in rng.delivered_instants), self.zone)
-        parts = [piece for rng in ranges for piece in change_pieces(
-            self.table, rng, self.schema, self._read, self.deletes, self.changelog, clock=clock,
+        clock = commit_clock(self.table, (i for split in splits for i in split.delivered_instants), self.zone)
+        parts = [piece for split in splits for piece in change_pieces(
+            self.table, split, self.schema, self._read, self.deletes, self.changelog, clock=clock,
             carryovers=self.carryovers)]
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
 

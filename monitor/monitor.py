@@ -20,7 +20,7 @@ import logging
 import posixpath
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
@@ -28,13 +28,13 @@ from pydantic import BaseModel, ConfigDict
 from ..errors import DataLossError
 from ..hoodie.fs_view import FileSlice, FileSystemView
 from ..hoodie.read import planned_metadata
+from ..hoodie.split import Split
 from ..hoodie.storage import FileInfo
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import Action, TimelineEntry
 from ..hoodie.timeline.metadata import WriteStat
 from .row_bounds import file_rows, row_bound, slice_bound, slice_rows
 from .schema_check import check_instant_schema
-from .split import LogRef, PriorSlice, Split
 
 log = logging.getLogger(__name__)
 
@@ -235,13 +235,13 @@ class StreamMonitor:
                         written = [e.requested_time for e in tl.completed_writes()]
                     prior = self._prior(view, s, written, instants[0])
                     if prior is not None:  # its files are read too (pre-images, the rewrite's deletes)
-                        read = prior.base_size + sum(lf.size for lf in prior.logs)
-                        split = split.model_copy(update={"prior": prior, "est_bytes": split.est_bytes + read})
+                        split = replace(split, prior=prior[0], prior_max_instant=prior[1],
+                                        est_bytes=split.est_bytes + prior[0].size)
                 splits.append(split)
             gone = [(view.merged_slice_of(part, file_id, by), by) for (part, file_id), by in sorted(replaced.items())]
             kept = [(s, by) for s, by in gone if s is not None]
             for (s, by), rows in zip(kept, self._slice_bounds([s for s, _ in kept])):
-                splits.append(self.split_of(s, None, by, est_rows=rows).model_copy(update={"replaced_by": by}))
+                splits.append(replace(self.split_of(s, None, by, est_rows=rows), replaced_by=by))
             lost = sorted(set(touched) - found)
             if lost:
                 raise DataLossError(f"{self.table.url}: file groups {lost[:3]} written by instants "
@@ -361,17 +361,15 @@ class StreamMonitor:
                 raise DataLossError(f"{self.table.url}: file {st.path} written by instant {instant} is gone "
                                     "(cleaned or replaced) before the stream read it")
 
-    def _prior(self, view: FileSystemView, s: FileSlice, written: list[str], first: str) -> PriorSlice | None:
+    def _prior(self, view: FileSystemView, s: FileSlice, written: list[str], first: str
+               ) -> tuple[FileSlice, str] | None:
         """The group's slice as of the last write before ``first`` (``written``: sorted requested times of the
-        completed writes), when the range rewrote its base file."""
+        completed writes), when the range rewrote its base file, and that write's requested time."""
         i = bisect.bisect_left(written, first)
         prior = view.merged_slice_of(s.partition, s.file_id, written[i - 1]) if i else None
         if prior is None or prior.base_instant == s.base_instant:
             return None  # a new file group: nothing came before it
-        return PriorSlice(base_path=prior.base_file.path if prior.base_file else None,
-                          base_size=prior.base_file.size if prior.base_file else 0, base_instant=prior.base_instant,
-                          logs=[LogRef(path=lf.path, size=lf.size) for lf in prior.log_files],
-                          max_instant=written[i - 1])
+        return prior, written[i - 1]
 
     def _slice_bounds(self, slices: list[FileSlice]) -> list[int]:
         """Upper bounds of the rows each whole file slice yields: from the write stats of the completed writes
@@ -404,12 +402,9 @@ class StreamMonitor:
         return [read[i] if b is None else b for i, b in enumerate(bounds)]
 
     def split_of(self, s: FileSlice, instants: list[str] | None, max_instant: str, est_rows: int) -> Split:
-        """The split of file slice ``s``, its rows bounded by ``est_rows``."""
-        return Split(partition=s.partition, file_id=s.file_id, base_instant=s.base_instant,
-                     base_path=s.base_file.path if s.base_file else None,
-                     base_size=s.base_file.size if s.base_file else 0,
-                     logs=[LogRef(path=lf.path, size=lf.size) for lf in s.log_files],
-                     instants=instants, max_instant=max_instant, est_rows=est_rows, est_bytes=s.size)
+        """The split of file slice ``s``, its rows bounded by ``est_rows``; reading it opens the slice's files."""
+        return Split(s, max_instant, tuple(instants) if instants is not None else None, est_rows=est_rows,
+                     est_bytes=s.size)
 
 
 #: threads reading commit metadata, or footers and log files, to bound whole file slices

@@ -17,8 +17,8 @@ from ..hoodie.changes import change_pieces
 from ..hoodie.commit_clock import CommitClock
 from ..hoodie.deletes import Deletes
 from ..hoodie.slice_reader import MergeType
+from ..hoodie.split import Split
 from ..hoodie.table import HudiTable
-from ..monitor.split import Split
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ def consume(table: HudiTable, ranges: list[SplitRange], schema: pa.Schema, colum
     (``del``, :func:`_batches`): a task holds one piece of the split while the next is read, not two."""
     for r in ranges:
         pos = 0
-        for changes in change_pieces(table, r.split.slice_range(), schema, columns, deletes, changelog, merge_type,
+        for changes in change_pieces(table, r.split, schema, columns, deletes, changelog, merge_type,
                                      fail_on_data_loss, clock, carryovers):
             end = pos + changes.num_rows
             lo, hi = max(r.skip, pos), (end if r.stop is None else min(r.stop, end))

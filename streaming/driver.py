@@ -21,10 +21,10 @@ import pyarrow as pa
 from .._faults import fault_point
 from ..errors import DataLossError, OptionError, StateError
 from ..hoodie.deletes import Deletes
+from ..hoodie.split import Split
 from ..hoodie.table import HudiTable
 from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
 from ..monitor.rewinds import RewindCheck
-from ..monitor.split import Split
 from ..state import PlannedSplit, StateStore, StreamState
 from .admission import BatchLimit, BatchSummary, admit, too_few
 from .consumer import SplitRange

@@ -13,9 +13,9 @@ import pyarrow as pa
 
 from ..hoodie.commit_clock import CommitClock, commit_clock
 from ..hoodie.feed_schema import read_columns
+from ..hoodie.split import Split
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
-from ..monitor.split import Split
 from .consumer import SplitRange
 
 #: what the caller makes of one task's input: its ranges, the columns to read, and (v6) the commits
@@ -33,4 +33,4 @@ def task_inputs(table: HudiTable, output: pa.Schema) -> tuple[pa.Schema, CommitC
 def batch_clock(table: HudiTable, splits: Iterable[Split], zone: str) -> CommitClock:
     """When the instants a batch delivers became visible (its rows' ``_commit_version`` and ``_commit_timestamp``),
     from the driver's timeline, once per batch and handed to every task: tasks read no timeline."""
-    return commit_clock(table, (i for s in splits for i in s.slice_range().delivered_instants), zone)
+    return commit_clock(table, (i for s in splits for i in s.delivered_instants), zone)

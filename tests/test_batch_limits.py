@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hudi_streaming.monitor.split import Split
+from hudi_streaming.hoodie.split import Split
 from hudi_streaming.streaming.admission import BatchLimit
 from hudi_streaming.streaming.consumer import SplitRange, consume
 from hudi_streaming.streaming.driver import StreamDriver
@@ -41,9 +41,7 @@ class Batch:
 
 
 def _files_read(split: Split) -> list[str]:
-    prior = split.prior
-    return split.files + ([prior.base_path] if prior and prior.base_path else []) + \
-        ([lf.path for lf in prior.logs] if prior else [])
+    return split.files + (split.prior.files if split.prior else [])
 
 
 def _write(path: Path, steps: int, **kwargs) -> LoadGenerator:

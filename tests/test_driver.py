@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from hudi_streaming.errors import StateError
-from hudi_streaming.monitor.split import Split
+from hudi_streaming.hoodie.fs_view import FileSlice
+from hudi_streaming.hoodie.split import Split
 from hudi_streaming.state import PlannedSplit
 from hudi_streaming.streaming.admission import BatchLimit, admit
 from hudi_streaming.streaming.offsets import make_offset, position
@@ -18,8 +19,7 @@ from hudi_streaming.streaming.options import parse_options
 
 
 def _planned(seq: int, rnd: int, instants_in_round: int, rows: int, nbytes: int) -> PlannedSplit:
-    split = Split(partition="p", file_id=f"f{seq}", base_instant="001", max_instant="001", est_rows=rows,
-                  est_bytes=nbytes)
+    split = Split(FileSlice("p", f"f{seq}", "001"), max_instant="001", est_rows=rows, est_bytes=nbytes)
     return PlannedSplit(seq=seq, round=rnd, instants_in_round=instants_in_round, split=split)
 
 

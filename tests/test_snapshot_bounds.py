@@ -76,7 +76,7 @@ def test_a_snapshot_plan_without_a_row_limit_opens_no_data_file(version, table_t
     # the bounds the stats give are the ones the files give (no failed write, nothing archived)
     t = HudiTable(table)
     with data_reads(monkeypatch, table) as opened:
-        assert [s.est_rows for s in splits] == [slice_rows(t.storage, s.slice_range().slice) for s in splits]
+        assert [s.est_rows for s in splits] == [slice_rows(t.storage, s.slice) for s in splits]
     assert opened  # the files, read: the count sees reads
 
 
@@ -97,8 +97,8 @@ def test_the_files_of_an_archived_commit_are_read_and_only_they(tmp_path, monkey
     with data_reads(monkeypatch, table) as opened:
         plan = StreamMonitor(t, MonitorOptions()).plan_snapshot()
     (p0,) = [s for s in plan.splits if s.partition == "part=p0"]
-    assert set(opened) == {p0.base_path}
-    assert [s.est_rows for s in plan.splits] == [slice_rows(t.storage, s.slice_range().slice) for s in plan.splits]
+    assert p0.slice.base_file is not None and set(opened) == {p0.slice.base_file.path}
+    assert [s.est_rows for s in plan.splits] == [slice_rows(t.storage, s.slice) for s in plan.splits]
 
 
 def test_stats_that_count_nothing_fall_back_to_the_files(tmp_path, monkeypatch):
@@ -117,7 +117,7 @@ def test_stats_that_count_nothing_fall_back_to_the_files(tmp_path, monkeypatch):
         plan = StreamMonitor(t, MonitorOptions()).plan_snapshot()
     assert set(opened) == {f for s in plan.splits for f in s.files}
     with data_reads(monkeypatch, table):
-        assert [s.est_rows for s in plan.splits] == [slice_rows(t.storage, s.slice_range().slice)
+        assert [s.est_rows for s in plan.splits] == [slice_rows(t.storage, s.slice)
                                                      for s in plan.splits]
 
 
@@ -134,5 +134,5 @@ def test_every_snapshot_and_replaced_split_yields_at_most_its_bound(name, unzip_
     columns = read_columns(table, out)
     for split in splits:
         for changelog in (False, True):
-            rows = slice_changes(table, split.slice_range(), out, columns, Deletes.EMIT, changelog).num_rows
+            rows = slice_changes(table, split, out, columns, Deletes.EMIT, changelog).num_rows
             assert rows <= split.est_rows, (split.file_id, changelog, rows, split.est_rows)

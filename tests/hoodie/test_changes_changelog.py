@@ -135,8 +135,8 @@ def test_prior_slice_cleaned_before_the_read(emit_deletes, tmp_path, caplog):
     end = reader.latestOffset(start, reader.getDefaultReadLimit())
     parts = reader.partitions(start, end)
     prior = parts[0].ranges[0].split.prior
-    assert prior is not None and prior.base_path
-    (tmp_path / "table" / prior.base_path).unlink()
+    assert prior is not None and prior.base_file is not None
+    (tmp_path / "table" / prior.base_file.path).unlink()
     if emit_deletes:
         with pytest.raises(DataLossError, match="prior slice"):
             [b for p in parts for b in reader.read(p)]

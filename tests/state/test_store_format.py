@@ -6,16 +6,16 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import FIXTURES
-from pydantic import create_model
 
 from hudi_streaming.errors import StateError
-from hudi_streaming.monitor import Cursor, Split
-from hudi_streaming.monitor.split import LogRef, PriorSlice
+from hudi_streaming.hoodie.fs_view import BaseFile, FileSlice, LogFile
+from hudi_streaming.hoodie.split import Split
+from hudi_streaming.monitor import Cursor
 from hudi_streaming.state import PlannedSplit, StateStore, StreamState, records
 from hudi_streaming.state.row_rules import RowRules
 from hudi_streaming.state.store import _canonical
@@ -29,26 +29,28 @@ FID = ["3f6a9c1e-7b2d-4e8a-9c01-5d2e8f7a6b41-0", "a1b2c3d4-0000-4111-8222-333344
        "0d9e8f7a-6b5c-4d3e-8f21-0a9b8c7d6e5f-0", "77aa88bb-99cc-4dde-8eef-001122334455-0",
        "c0ffee00-1234-4567-89ab-cdef01234567-0"]
 
+
+def _slice(partition: str, i: int, instant: str, base_size: int | None, *logs: tuple[int, str, int]) -> FileSlice:
+    """File group ``FID[i]``'s slice at ``instant``: its base file (write token 0-12-34) unless ``base_size`` is
+    None, and its log files by (version, write token, size)."""
+    prefix = f"{partition}/" if partition else ""
+    base = None if base_size is None else BaseFile(f"{prefix}{FID[i]}_0-12-34_{instant}.parquet", FID[i], "0-12-34",
+                                                   instant, base_size)
+    return FileSlice(partition, FID[i], instant, base,
+                     [LogFile(f"{prefix}.{FID[i]}_{instant}.log.{v}_{token}", FID[i], instant, v, token, size)
+                      for v, token, size in logs])
+
+
 #: the five splits the folders were written with (see tests/data/state/README.md); split 0 is committed
 SPLITS = [
-    Split(partition=P, file_id=FID[0], base_instant=T0, base_path=f"{P}/{FID[0]}_0-12-34_{T0}.parquet",
-          base_size=435_112, logs=[], instants=None, max_instant=T0, replaced_by=None, prior=None,
-          est_rows=1200, est_bytes=435_112),
-    Split(partition=P, file_id=FID[1], base_instant=T0, base_path=f"{P}/{FID[1]}_0-12-34_{T0}.parquet",
-          base_size=441_907, logs=[LogRef(path=f"{P}/.{FID[1]}_{T0}.log.1_1-22-44", size=9_876),
-                                   LogRef(path=f"{P}/.{FID[1]}_{T0}.log.2_1-22-44", size=12_345)],
-          instants=[T1, T2], max_instant=T2, replaced_by=None, prior=None, est_rows=37, est_bytes=22_221),
-    Split(partition="", file_id=FID[2], base_instant=T1, base_path=None, base_size=0,
-          logs=[LogRef(path=f".{FID[2]}_{T1}.log.1_0-1-2", size=4_242)], instants=[T1], max_instant=T1,
-          replaced_by=None, prior=None, est_rows=5, est_bytes=4_242),
-    Split(partition=P, file_id=FID[3], base_instant=T3, base_path=f"{P}/{FID[3]}_0-12-34_{T3}.parquet",
-          base_size=450_001, logs=[], instants=[T3], max_instant=T3, replaced_by=None,
-          prior=PriorSlice(base_path=f"{P}/{FID[3]}_0-12-34_{T0}.parquet", base_size=449_500, base_instant=T0,
-                           logs=[LogRef(path=f"{P}/.{FID[3]}_{T0}.log.1_1-22-44", size=777)], max_instant=T2),
-          est_rows=812, est_bytes=450_001),
-    Split(partition=P, file_id=FID[4], base_instant=T0, base_path=f"{P}/{FID[4]}_0-12-34_{T0}.parquet",
-          base_size=430_000, logs=[], instants=[], max_instant=T4, replaced_by=T4, prior=None,
-          est_rows=0, est_bytes=0),
+    Split(_slice(P, 0, T0, 435_112), max_instant=T0, instants=None, est_rows=1200, est_bytes=435_112),
+    Split(_slice(P, 1, T0, 441_907, (1, "1-22-44", 9_876), (2, "1-22-44", 12_345)), max_instant=T2,
+          instants=(T1, T2), est_rows=37, est_bytes=22_221),
+    Split(_slice("", 2, T1, None, (1, "0-1-2", 4_242)), max_instant=T1, instants=(T1,), est_rows=5, est_bytes=4_242),
+    Split(_slice(P, 3, T3, 450_001), max_instant=T3, instants=(T3,),
+          prior=_slice(P, 3, T0, 449_500, (1, "1-22-44", 777)), prior_max_instant=T2, est_rows=812,
+          est_bytes=450_001),
+    Split(_slice(P, 4, T0, 430_000), max_instant=T4, instants=(), replaced_by=T4, est_rows=0, est_bytes=0),
 ]
 PLANNED = [PlannedSplit(seq=i, round=0 if i < 3 else 1, instants_in_round=1 if i < 3 else 2, split=s)
            for i, s in enumerate(SPLITS)]
@@ -103,7 +105,7 @@ def test_a_checkpoint_of_each_format_reads_back_every_field(fmt):
     assert [(p.seq, p.round, p.instants_in_round) for p in state.splits] == [(1, 0, 1), (2, 0, 1), (3, 1, 2),
                                                                             (4, 1, 2)]
     for got, want in zip(state.splits, SPLITS[1:], strict=True):
-        assert got.split.model_dump() == want.model_dump()  # every field, nested ones included
+        assert got.split == want  # every field, nested ones included
     assert state.pending_from(3) == PLANNED[3:]
     if fmt == "format3":
         assert (state.stream_id, state.known, state.late_instants) == (FORMAT3_STREAM, FORMAT3_KNOWN, 1)
@@ -231,39 +233,43 @@ def test_format1_splits_written_before_replaced_by_and_prior_existed_read_as_non
         StateStore(str(STATE / "format1")).load(URL, NAME).model_dump(exclude=fresh_identity)
 
 
-#: the planner's Split with ``est_rows`` renamed: the converter's ``est_rows=`` is ignored, the new field defaulted
-_RENAMED_FIELDS: dict[str, Any] = {("rows_estimate" if n == "est_rows" else n): (f.annotation, f)
-                                   for n, f in Split.model_fields.items()}
-_RenamedSplit = create_model("_RenamedSplit", **_RENAMED_FIELDS)
+#: the format layer's Split with ``est_rows`` renamed: the serialisation's ``est_rows`` no longer maps onto it
+_RenamedSplit = make_dataclass("_RenamedSplit", [
+    ("rows_estimate" if f.name == "est_rows" else f.name, f.type, field(default=f.default))
+    if f.default is not MISSING else (f.name, f.type) for f in fields(Split)], frozen=True)
 
 
+@dataclass(frozen=True)
 class _GrownSplit(Split):
-    """The planner's Split with a field the checkpoint does not know."""
+    """The format layer's Split with a field the checkpoint does not know."""
 
-    columns: list[str] = []
+    columns: list[str] = field(default_factory=list)
 
 
 @pytest.mark.parametrize("variant", [_RenamedSplit, _GrownSplit])
-def test_a_planner_split_that_no_longer_maps_onto_the_record_cannot_load(variant, monkeypatch):
+def test_a_split_that_no_longer_maps_onto_the_record_cannot_load(variant, monkeypatch):
     monkeypatch.setattr(records, "Split", variant)
-    with pytest.raises(StateError, match=f"state/records.py: SplitRecord .* does not map one to one onto "
-                                         f"{variant.__name__}"):
+    with pytest.raises(StateError, match=f"state/records.py: {variant.__name__} .* is not what a split's record "
+                                         "maps"):
         StateStore(str(STATE / "format2")).load(URL, NAME)
 
 
-def test_a_planner_split_with_a_field_the_checkpoint_lacks_cannot_be_saved(tmp_path):
-    grown = _GrownSplit(**SPLITS[1].model_dump(), columns=["amount"])
+def test_a_split_with_a_field_the_checkpoint_lacks_cannot_be_saved(tmp_path, monkeypatch):
+    monkeypatch.setattr(records, "Split", _GrownSplit)
+    grown = _GrownSplit(**{f.name: getattr(SPLITS[1], f.name) for f in fields(Split)}, columns=["amount"])
     state = StreamState(table_url=URL, table_name=NAME, next_seq=1,
                         splits=[PlannedSplit(seq=0, round=0, instants_in_round=1, split=grown)])
-    with pytest.raises(StateError, match="_GrownSplit .* does not map one to one onto SplitRecord"):
+    with pytest.raises(StateError, match="_GrownSplit .* is not what a split's record maps"):
         StateStore(str(tmp_path)).save(state)
     assert not list(tmp_path.iterdir()), "nothing is written"
 
 
-def test_a_record_refuses_a_missing_or_unknown_field():
-    values = records.split_record(SPLITS[3]).model_dump()
-    assert records.split_of(records.SplitRecord(**values)) == SPLITS[3]
-    with pytest.raises(ValueError, match="est_rows"):
-        records.SplitRecord(**{k: v for k, v in values.items() if k != "est_rows"})
-    with pytest.raises(ValueError, match="rows_estimate"):
-        records.SplitRecord(**values, rows_estimate=1)
+def test_a_record_refuses_a_missing_unknown_or_mistyped_field():
+    values = records.split_json(SPLITS[3])
+    assert records.split_from_json(values, "s") == SPLITS[3]
+    with pytest.raises(StateError, match="s.est_rows: Field required"):
+        records.split_from_json({k: v for k, v in values.items() if k != "est_rows"}, "s")
+    with pytest.raises(StateError, match="s.rows_estimate: Extra inputs are not permitted"):
+        records.split_from_json({**values, "rows_estimate": 1}, "s")
+    with pytest.raises(StateError, match="s.prior.base_size: Input should be a valid integer"):
+        records.split_from_json({**values, "prior": {**values["prior"], "base_size": "449500"}}, "s")

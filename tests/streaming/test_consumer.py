@@ -87,9 +87,9 @@ def test_a_split_streamed_in_pieces_delivers_the_same_changes_and_resumes_anywhe
     for changelog in (False, True):
         for split in splits:
             monkeypatch.setattr(slice_reader, "PIECE_ROWS", WHOLE)
-            whole = slice_changes(table, split.slice_range(), out, columns, Deletes.EMIT, changelog)
+            whole = slice_changes(table, split, out, columns, Deletes.EMIT, changelog)
             monkeypatch.setattr(slice_reader, "PIECE_ROWS", 2)
-            pieces = slice_changes(table, split.slice_range(), out, columns, Deletes.EMIT, changelog)
+            pieces = slice_changes(table, split, out, columns, Deletes.EMIT, changelog)
             # the same changes: pieces only reorder them
             assert sorted(map(repr, pieces.to_pylist())) == sorted(map(repr, whole.to_pylist())), split.file_id
             # a range resumed at any record continues the same sequence (what a restarted batch relies on)

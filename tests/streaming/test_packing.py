@@ -13,7 +13,8 @@ import pytest
 from stream_sim import make_reader, run_batches
 
 from hudi_streaming.errors import OptionError
-from hudi_streaming.monitor.split import LogRef, PriorSlice, Split
+from hudi_streaming.hoodie.fs_view import BaseFile, FileSlice, LogFile
+from hudi_streaming.hoodie.split import Split
 from hudi_streaming.streaming.consumer import SplitRange
 from hudi_streaming.streaming.options import parse_options
 from hudi_streaming.streaming.packing import Packing, group_size, pack_ranges
@@ -69,11 +70,12 @@ def test_spark_rule_sets_the_split_size():
 
 
 def _split(file_id: str, size: int, logs: int = 0, prior: bool = False) -> Split:
-    return Split(partition="p", file_id=file_id, base_instant="1", base_path=f"p/{file_id}_1-0-1_1.parquet",
-                 base_size=size, logs=[LogRef(path=f"p/.{file_id}_1.log.{i + 1}_0-1-1", size=10) for i in range(logs)],
-                 max_instant="1", est_bytes=size + 10 * logs + (30 if prior else 0),
-                 prior=PriorSlice(base_path=f"p/{file_id}_0-0-1_0.parquet", base_size=20,
-                                  logs=[LogRef(path="p/x.log.1_0-1-1", size=10)], max_instant="0") if prior else None)
+    fs = FileSlice("p", file_id, "1", BaseFile(f"p/{file_id}_1-0-1_1.parquet", file_id, "1-0-1", "1", size),
+                   [LogFile(f"p/.{file_id}_1.log.{v}_0-1-1", file_id, "1", v, "0-1-1", 10) for v in range(1, logs + 1)])
+    before = FileSlice("p", file_id, "0", BaseFile(f"p/{file_id}_0-0-1_0.parquet", file_id, "0-0-1", "0", 20),
+                       [LogFile(f"p/.{file_id}_0.log.1_0-1-1", file_id, "0", 1, "0-1-1", 10)])
+    return Split(fs, max_instant="1", est_bytes=size + 10 * logs + (30 if prior else 0),
+                 prior=before if prior else None, prior_max_instant="0" if prior else "")
 
 
 def test_a_group_counts_every_file_its_splits_read_and_its_ranges_stay_together():

@@ -1,9 +1,9 @@
 """Splits a stream plans, for tests that check what every planned split yields."""
 from __future__ import annotations
 
+from hudi_streaming.hoodie.split import Split
 from hudi_streaming.hoodie.table import HudiTable
 from hudi_streaming.monitor.monitor import MonitorOptions, StreamMonitor
-from hudi_streaming.monitor.split import Split
 
 
 def round_by_round_splits(table: HudiTable) -> list[Split]:

@@ -329,7 +329,7 @@ def test_state_shows_cursor_lag_and_uncommitted_splits(unzip_fixture, tmp_path, 
     """A batch planned but not committed (the query died): the state names its splits and the table's lag."""
     import shutil
 
-    from stream_sim import make_reader
+    from support.stream_sim import make_reader
     table = tmp_path / "table"
     shutil.copytree(unzip_fixture("mor_avro__v9_txns_simple_meta").table, table)
     reader = make_reader(str(table), str(tmp_path / "state"), maxSplitsPerTrigger="2")
@@ -373,7 +373,7 @@ def _spark_checkpoint(folder, batches: list[dict], committed: int) -> None:
 def test_state_with_the_spark_checkpoint_tells_committed_from_planned(unzip_fixture, tmp_path, capsys):
     """Spark has committed batch 0 but the source hears of it only at the next batch: without the checkpoint
     the state cannot know, with it the committed splits are not listed as pending."""
-    from stream_sim import make_reader
+    from support.stream_sim import make_reader
     table = tmp_path / "table"
     shutil.copytree(unzip_fixture(V9).table, table)
     reader = make_reader(str(table), str(tmp_path / "state"), maxSplitsPerTrigger="2")
@@ -395,7 +395,7 @@ def test_state_with_the_spark_checkpoint_tells_committed_from_planned(unzip_fixt
 
 
 def test_state_with_another_streams_checkpoint_is_one_line_error(unzip_fixture, tmp_path, capsys):
-    from stream_sim import make_reader
+    from support.stream_sim import make_reader
     reader = make_reader(str(unzip_fixture(V9).table), str(tmp_path / "state"))
     reader.latestOffset(reader.initialOffset(), reader.getDefaultReadLimit())
     _spark_checkpoint(tmp_path / "spark", [{"rec": 0, "seq": 1, "sid": "f" * 32, "v": 2}], committed=0)

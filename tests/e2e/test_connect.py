@@ -15,7 +15,7 @@ writer goes on, a new server is started and both queries are started again from 
 each sink holds exactly the change feed of the writer's own record of what it wrote; applied in order, its rows
 rebuild the table's snapshot (``read_table``) in every column; and they equal, row for row and column for
 column, what the source's reader hands to Spark — classic or Connect, the same Python code runs on the server's
-side — for the same options, driven here without Spark (``tests/stream_sim.py``). A classic Spark stream of the
+side — for the same options, driven here without Spark (``tests/support/stream_sim.py``). A classic Spark stream of the
 table is left out: its JVM start and planning would add some 45 s on two cores to a test that takes two minutes.
 """
 from __future__ import annotations
@@ -35,8 +35,8 @@ from pathlib import Path
 import pyspark
 import pytest
 from harness import kill_group, live_writer  # noqa: E402
-from stream_sim import make_reader, run_batches  # noqa: E402
 from support import waits
+from support.stream_sim import make_reader, run_batches  # noqa: E402
 from support.verify import _plain, apply_upserts, change_feed, delivered, feed_differences, state_differences  # noqa: E402
 from support.waits import free_port
 
@@ -328,7 +328,7 @@ def test_connect_stream_survives_a_killed_server_and_delivers_each_change_once(t
     assert state_differences(apply_upserts(foreach_rows), snapshot) == []
     assert state_differences(apply_upserts([{**r, "_batch": 0} for r in table_rows]), snapshot) == []
     # and row for row, every column, what the source's reader hands to Spark for the same options (classic
-    # Spark runs the same reader), driven in this process as Spark drives it (tests/stream_sim.py)
+    # Spark runs the same reader), driven in this process as Spark drives it (tests/support/stream_sim.py)
     reader = make_reader(str(table), str(tmp_path / "reference-state"), **options)
     reference = plain_rows([r for b in run_batches(reader) if b is not None for r in b.to_pylist()])
     assert sum(reference.values()) == len(expected)

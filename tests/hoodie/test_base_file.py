@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.orc as po
 import pyarrow.parquet as pq
 import pytest
-from stream_sim import make_reader, run_batches
 from support.gold import assert_same_rows
+from support.stream_sim import make_reader, run_batches
 
 from hudi_streaming.errors import CorruptFileError, UnsupportedTableError
 from hudi_streaming.hoodie import base_file, read_table, slice_reader

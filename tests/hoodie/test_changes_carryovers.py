@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from stream_sim import make_reader, run_batches
+from support.stream_sim import make_reader, run_batches
 
 from hudi_streaming import OptionError, read_changes
 from hudi_streaming.streaming.options import parse_options

@@ -13,7 +13,7 @@ from collections import Counter
 
 import pyarrow as pa
 import pytest
-from stream_sim import make_reader, resume, run_batches
+from support.stream_sim import make_reader, resume, run_batches
 
 from hudi_streaming.writer import create_table
 

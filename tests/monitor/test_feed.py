@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from conftest import FIXTURES
-from stream_sim import make_reader, run_batches
+from support.stream_sim import make_reader, run_batches
 
 from hudi_streaming import DataLossError, OptionError, SchemaChangeError, read_changes
 from hudi_streaming.hoodie.table import HudiTable

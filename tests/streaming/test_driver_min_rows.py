@@ -15,7 +15,7 @@ import time
 import pyarrow as pa
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
-from stream_sim import make_reader
+from support.stream_sim import make_reader
 
 from hudi_streaming.writer import create_table
 

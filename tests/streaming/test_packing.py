@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pyarrow as pa
 import pytest
-from stream_sim import make_reader, run_batches
+from support.stream_sim import make_reader, run_batches
 
 from hudi_streaming.errors import OptionError
 from hudi_streaming.hoodie.fs_view import BaseFile, FileSlice, LogFile

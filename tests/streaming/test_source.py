@@ -5,8 +5,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from stream_sim import make_reader, resume, run_batches
 from support.reveal import TimelineReveal  # noqa: E402
+from support.stream_sim import make_reader, resume, run_batches
 from support.verify import _plain, state_differences  # noqa: E402
 
 from hudi_streaming import hoodie

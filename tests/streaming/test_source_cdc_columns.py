@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 import pytest
 from oracle.hudi_oracle.fixture import FOLDER, HudiFixture  # noqa: E402
-from stream_sim import make_reader, run_batches
+from support.stream_sim import make_reader, run_batches
 
 from hudi_streaming import OptionError, read_changes, read_table
 from hudi_streaming.hoodie.table import HudiTable
@@ -146,7 +146,7 @@ def test_a_sink_written_for_deltas_change_feed_runs_unchanged(spark, tmp_path):
 def test_a_starting_timestamp_names_the_same_moment_on_a_local_timeline(tmp_path):
     """Two tables with the same instants, one written in UTC and one by a writer in New York (a LOCAL timeline):
     a starting timestamp given in UTC starts each stream at the write that completed at that moment."""
-    from stream_sim import make_reader, run_batches
+    from support.stream_sim import make_reader, run_batches
 
     utc, local = _utc_and_local(tmp_path)
     writes = HudiTable(str(utc)).timeline.completed_writes()

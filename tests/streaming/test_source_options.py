@@ -12,8 +12,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
-from stream_sim import make_reader, resume, run_batches
 from support.reveal import TimelineReveal  # noqa: E402
+from support.stream_sim import make_reader, resume, run_batches
 from support.verify import apply_upserts, state_differences  # noqa: E402
 
 from hudi_streaming import hoodie

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import fsspec
 import pytest
-from stream_sim import make_reader, resume, run_batches
 from support.reveal import TimelineReveal  # noqa: E402
+from support.stream_sim import make_reader, resume, run_batches
 
 from hudi_streaming import hoodie
 from hudi_streaming.errors import DataLossError, DeleteError, StateError

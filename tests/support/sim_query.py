@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 from pyspark.sql.streaming.datasource import ReadAllAvailable
-from stream_sim import make_reader
 
 from hudi_streaming.errors import StoreError
+from support.stream_sim import make_reader
 
 
 class SimQuery:

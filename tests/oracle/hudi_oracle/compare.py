@@ -19,8 +19,8 @@ from pathlib import Path
 
 from oracle.hudi_oracle.fixture import HudiFixture
 from oracle.hudi_oracle.matrix import DROPPED, RENAMED
-from stream_sim import make_reader, run_batches
 from support.gold import assert_same_rows, read_gold
+from support.stream_sim import make_reader, run_batches
 from support.verify import apply_upserts, state_differences
 
 from hudi_streaming import hoodie

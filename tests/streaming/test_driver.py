@@ -1,6 +1,6 @@
 """The driver's admission arithmetic and offsets, without Spark or a table: every expected offset is worked out
 by hand from the splits' row bounds and file bytes below. (Row limits against real tables and readers:
-``test_batch_limits.py``.)"""
+``test_driver_limits.py``.)"""
 from __future__ import annotations
 
 import json

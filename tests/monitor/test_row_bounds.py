@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from conftest import fixture_names
-from stream_sim import make_reader
 from support.planning import round_by_round_splits
+from support.stream_sim import make_reader
 
 from hudi_streaming.hoodie.changes import slice_changes
 from hudi_streaming.hoodie.deletes import Deletes

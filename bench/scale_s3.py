@@ -1,5 +1,6 @@
 """An object store with an object store's latency, for ``bench_scale.py``: moto on loopback behind the tests'
-counting proxy (``tests/s3_fault_proxy.py``), which here waits ``latency`` seconds before forwarding each request.
+counting proxy (``tests/support/s3_fault_proxy.py``), which here waits ``latency`` seconds before forwarding
+each request.
 
 Why: on loopback a request costs a fraction of a millisecond, so a planner that makes a request per file looks
 free; S3 answers in ~20–50 ms. Each request waits on its own connection's thread, so concurrent requests overlap

@@ -188,7 +188,7 @@ def decodes_whole_log(config: TableConfig) -> bool:
 
     The stream always decodes the whole log (:attr:`SliceRead.whole_log`): on v6, the range's blocks alone let a
     record that the older blocks outrank (a smaller ordering value, preCombined away in every snapshot) pass for
-    a change, and a replay of the stream would then differ from the table (tests/hudi_oracle:
+    a change, and a replay of the stream would then differ from the table (tests/oracle/hudi_oracle:
     mor_v6_015_default_payload, where Hudi 0.15's own incremental query returns that record)."""
     return config.version >= 8 or config.nulls_keep_values
 

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from cluster_job import parse_progress  # noqa: E402
+from cluster_job import parse_progress
 from conftest import REPO, Venv
 from support import waits
-from support.verify import apply_upserts, delivered, state_differences  # noqa: E402
+from support.verify import apply_upserts, delivered, state_differences
 from support.waits import free_port
 
 from hudi_streaming import read_table

@@ -34,10 +34,10 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from harness import kill_group, live_writer  # noqa: E402
+from harness import kill_group, live_writer
 from support import waits
-from support.stream_sim import make_reader, run_batches  # noqa: E402
-from support.verify import _plain, apply_upserts, change_feed, delivered, feed_differences, state_differences  # noqa: E402
+from support.stream_sim import make_reader, run_batches
+from support.verify import _plain, apply_upserts, change_feed, delivered, feed_differences, state_differences
 from support.waits import free_port
 
 from hudi_streaming import read_table

@@ -30,10 +30,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from cluster_job import parse_progress  # noqa: E402
+from cluster_job import parse_progress
 from conftest import REPO
 from support import waits
-from support.verify import apply_upserts, delivered, state_differences  # noqa: E402
+from support.verify import apply_upserts, delivered, state_differences
 
 from hudi_streaming import read_table
 from hudi_streaming.hoodie import HudiTable

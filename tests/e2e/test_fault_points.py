@@ -24,8 +24,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from harness import DRIVER, Driver, live_writer  # noqa: E402
-from support.verify import (  # noqa: E402
+from harness import DRIVER, Driver, live_writer
+from support.verify import (
     appended,
     apply_upserts,
     change_feed,

@@ -21,7 +21,7 @@ import s3fs
 from support import waits
 from support.s3_fault_proxy import FaultProxy
 from support.s3_server import KEY, REGION, SECRET, S3Server
-from support.verify import apply_upserts, duplicates, state_differences  # noqa: E402
+from support.verify import apply_upserts, duplicates, state_differences
 
 from hudi_streaming import OptionError, hoodie
 from hudi_streaming.hoodie import storage

@@ -27,7 +27,7 @@ from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutE
 from support.s3_fault_proxy import Fault, FaultProxy
 from support.s3_server import BUCKET, KEY, REGION, SECRET, S3Server
 from support.sim_query import SimQuery
-from support.verify import change_feed, feed_differences  # noqa: E402
+from support.verify import change_feed, feed_differences
 
 from hudi_streaming.errors import CorruptFileError, StateError, StoreError
 from hudi_streaming.hoodie import retry

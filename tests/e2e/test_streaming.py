@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from harness import Driver, live_writer  # noqa: E402
-from support.reveal import TimelineReveal  # noqa: E402
-from support.verify import apply_upserts, change_feed, delivered, duplicates, feed, state_differences  # noqa: E402
+from harness import Driver, live_writer
+from support.reveal import TimelineReveal
+from support.verify import apply_upserts, change_feed, delivered, duplicates, feed, state_differences
 
 from hudi_streaming import hoodie
 

@@ -12,7 +12,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from oracle.hudi_oracle.fixture import FOLDER, HudiFixture  # noqa: E402
+from oracle.hudi_oracle.fixture import FOLDER, HudiFixture
 
 from hudi_streaming.errors import CorruptFileError
 from hudi_streaming.hoodie.hfile import TRAILER_SIZE, BytesSource, HFileReader, StorageSource

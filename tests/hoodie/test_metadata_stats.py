@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from oracle.hudi_oracle.fixture import FOLDER, HudiFixture, fixture_names  # noqa: E402
+from oracle.hudi_oracle.fixture import FOLDER, HudiFixture, fixture_names
 
 from hudi_streaming import hoodie
 from hudi_streaming.hoodie.filters import And, Compare, Filter, Or, pushed_filters

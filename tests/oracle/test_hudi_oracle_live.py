@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from oracle.hudi_oracle import compare  # noqa: E402
-from oracle.hudi_oracle.fixture import HudiFixture  # noqa: E402
-from oracle.hudi_oracle.generate import generate  # noqa: E402
+from oracle.hudi_oracle import compare
+from oracle.hudi_oracle.fixture import HudiFixture
+from oracle.hudi_oracle.generate import generate
 
 pytestmark = pytest.mark.spark
 

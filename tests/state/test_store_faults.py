@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from support.sim_query import SimQuery
-from support.verify import change_feed, feed_differences  # noqa: E402
+from support.verify import change_feed, feed_differences
 
 from hudi_streaming.errors import StoreError
 from hudi_streaming.state import StateStore

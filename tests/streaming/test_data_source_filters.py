@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from oracle.hudi_oracle.fixture import FOLDER, HudiFixture  # noqa: E402
-from support.tables import write_nulls_table  # noqa: E402
+from oracle.hudi_oracle.fixture import FOLDER, HudiFixture
+from support.tables import write_nulls_table
 
 from hudi_streaming.hoodie.table import HudiTable
 

@@ -5,9 +5,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.reveal import TimelineReveal  # noqa: E402
+from support.reveal import TimelineReveal
 from support.stream_sim import make_reader, resume, run_batches
-from support.verify import _plain, state_differences  # noqa: E402
+from support.verify import _plain, state_differences
 
 from hudi_streaming import hoodie
 

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pytest
-from oracle.hudi_oracle.fixture import FOLDER, HudiFixture  # noqa: E402
+from oracle.hudi_oracle.fixture import FOLDER, HudiFixture
 from support.stream_sim import make_reader, run_batches
 
 from hudi_streaming import OptionError, read_changes, read_table

@@ -12,9 +12,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
-from support.reveal import TimelineReveal  # noqa: E402
+from support.reveal import TimelineReveal
 from support.stream_sim import make_reader, resume, run_batches
-from support.verify import apply_upserts, state_differences  # noqa: E402
+from support.verify import apply_upserts, state_differences
 
 from hudi_streaming import hoodie
 from hudi_streaming.errors import DataLossError

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import fsspec
 import pytest
-from support.reveal import TimelineReveal  # noqa: E402
+from support.reveal import TimelineReveal
 from support.stream_sim import make_reader, resume, run_batches
 
 from hudi_streaming import hoodie

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import FIXTURES
-from oracle.hudi_oracle.fixture import HudiFixture  # noqa: E402  tests/oracle/hudi_oracle: Hudi-written tables
+from oracle.hudi_oracle.fixture import HudiFixture  # tests/oracle/hudi_oracle: Hudi-written tables
 from support.worker_roles import RoleReport, Roles
 
 #: object-store clients: a table on the local file system needs none of them, in any role

@@ -72,7 +72,7 @@ def slice_changes(table: HudiTable, rng: Split, schema: pa.Schema, columns: pa.S
 def change_pieces(table: HudiTable, rng: Split, schema: pa.Schema, columns: pa.Schema, deletes: Deletes,
                   changelog: bool = False, merge_type: MergeType | str = MergeType.PAYLOAD_COMBINE,
                   fail_on_data_loss: bool = True, clock: CommitClock | None = None,
-                  carryovers: frozenset[str] | None = None) -> Iterator[pa.Table]:
+                  carryovers: frozenset[str] | None = None, given: pa.Table | None = None) -> Iterator[pa.Table]:
     """Every change of ``rng`` (``columns`` read, see :func:`read_columns`; rows shaped as ``schema``, see
     :func:`output_schema`), in a fixed order, one piece of the slice read at a time (``slice_pieces``: a reader
     holds one piece of the base file, not the file): per piece pre-images (``changelog``), upserts, then
@@ -95,18 +95,29 @@ def change_pieces(table: HudiTable, rng: Split, schema: pa.Schema, columns: pa.S
     are told apart from the changes by their values (as ``carryovers`` does), since nothing else can tell them —
     so an upsert that rewrote a record unchanged is not delivered either.
 
+    A split with ``rows`` delivers ``given`` (the rows it names) as deletes, and reads no file.
+
     Pieces pass through ``map``, never a loop variable, so none is kept alive here while the next is read.
     """
     virtual = not table.config.populate_meta_fields
     work = pa.schema([pa.field(COMMIT_TIME, pa.string()), *schema]) if virtual else schema
     if virtual and carryovers is None and rng.prior is not None:
         carryovers = frozenset()
-    pieces = verified(table, rng.slice, rng.where, _change_pieces(table, rng, work, columns, deletes, changelog,
-                                                                 merge_type, fail_on_data_loss, carryovers))
+    pieces = _given_deletes(table, rng, work, deletes, given) if rng.rows is not None else \
+        verified(table, rng.slice, rng.where, _change_pieces(table, rng, work, columns, deletes, changelog,
+                                                             merge_type, fail_on_data_loss, carryovers))
     if COMMIT_VERSION in schema.names:
         clock = clock or commit_clock(table, rng.delivered_instants, table.config.timeline_zone)
         pieces = map(commit_stamper(rng.delivered_instants, rng.where, clock), pieces)
     yield from map(_without_commit_time, pieces) if virtual else pieces
+
+
+def _given_deletes(table: HudiTable, rng: Split, schema: pa.Schema, deletes: Deletes, given: pa.Table | None
+                   ) -> Iterator[pa.Table]:
+    if given is None:
+        raise ValueError(f"{rng.where}: the rows {rng.rows} it delivers were not given")
+    if deletes is not Deletes.IGNORE:
+        yield _checked(table, rng, _with_kind(given, DELETE, schema), deletes)
 
 
 def _without_commit_time(piece: pa.Table) -> pa.Table:

@@ -47,7 +47,8 @@ def commit_clock(table: HudiTable, instants: Iterable[str], zone: str) -> Commit
     wanted = set(instants)
     if table.config.version < 8:
         return CommitClock({i: i for i in wanted}, zone)
-    found = {e.requested_time: e.completion_time for e in table.timeline.completed_writes()
+    # the active timeline's every action: a reconcile's deletes are stamped with the restore's instant
+    found = {e.requested_time: e.completion_time for e in table.timeline.active.completed()
              if e.requested_time in wanted and e.completion_time}
     if wanted - found.keys():
         every = table.timeline.completed_writes(include_archived=True)

@@ -22,6 +22,8 @@ class Split:
     replaced the file group (every row of the slice is then deleted); ``prior`` is the file group as it was just
     before a range that rewrote its base file (copy-on-write updates, small-file inserts), merged up to
     ``prior_max_instant``: where that range's pre-images and its insert/update distinction come from.
+    ``rows`` names rows given with the split, delivered as deletes at its instant instead of reading its (empty)
+    slice: what a stream reconciling a restore emits for keys the restore took away (``streaming.reconcile``).
     ``est_rows`` bounds the rows reading it yields (the row limits rely on it) and ``est_bytes`` is the size of
     the files reading it opens (the byte limits and task packing), both as the planner worked them out.
     """
@@ -34,6 +36,7 @@ class Split:
     prior_max_instant: str = ""
     est_rows: int = 0
     est_bytes: int = 0
+    rows: str | None = None
 
     @property
     def partition(self) -> str:

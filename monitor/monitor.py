@@ -193,6 +193,19 @@ class StreamMonitor:
                   for s, rows in zip(slices, self._slice_bounds(slices))]
         return Plan(cursor=self.cursor_of(last), splits=splits, instants=done, snapshot=True, blocked_by=blocked)
 
+    def restored_splits(self, groups: set[tuple[str, str]]) -> list[Split]:
+        """Whole slices of these file groups as the table holds them now (as of its latest completed write):
+        what reconciling a rewind delivers for the groups the undone instants wrote. The partitions are listed
+        again (a rewind deleted files the cached listings still hold)."""
+        done, _ = self.completed_after(None)
+        if not done or not groups:
+            return []
+        last = max(e.requested_time for e in done)
+        self._learn_files([])
+        slices = [s for s in self._view_of_groups(groups).latest_merged_slices(last)
+                  if (s.partition, s.file_id) in groups]
+        return [self.split_of(s, None, last, est_rows=rows) for s, rows in zip(slices, self._slice_bounds(slices))]
+
     def plan_next(self, cursor: Cursor | None, max_instants: int | None = None, *,
                   known: Mapping[str, str] | None = None, floor: str | None = None) -> Plan:
         """Splits for the next completed instants after ``cursor`` (at most ``max_instants`` of them), late ones

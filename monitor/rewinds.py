@@ -4,9 +4,10 @@ already have delivered.
 Hudi removes the undone instants' files and their timeline entries, so a stream that only looks forward sees
 nothing happen: its sink keeps the undone changes and never learns what the restore brought back. No peer source
 notices. Each completed rollback and restore on the active timeline says which instants it undid; one that undid
-an instant this stream delivered stops the stream with a :class:`DataLossError` naming the restore, its savepoint
-and the instants (``failOnDataLoss=false`` continues from a snapshot of the restored table instead, as for any
-lost range).
+an instant this stream delivered is a :class:`Rewind`, which stops the stream in one line naming the restore, its
+savepoint and the instants — unless the query asked to continue from a snapshot of the restored table
+(``failOnDataLoss=false``, as for any lost range) or to reconcile its sink (``onRewind=reconcile``,
+``streaming.reconcile``).
 
 Which undone instants were delivered:
 
@@ -19,11 +20,45 @@ Which undone instants were delivered:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..errors import DataLossError
 from ..hoodie.table import HudiTable
-from ..hoodie.timeline import Action
+from ..hoodie.timeline import Action, TimelineEntry
 from .monitor import Cursor
+
+
+@dataclass(frozen=True)
+class Rewind:
+    """A completed rollback or restore that undid instants this stream delivered."""
+
+    table_url: str
+    entry: TimelineEntry
+    #: the savepoint a restore went back to, when its plan says
+    savepoint: str | None
+    #: the undone instants this stream delivered (requested times, sorted)
+    delivered: tuple[str, ...]
+
+    @property
+    def what(self) -> str:
+        return "restore" if self.entry.action is Action.RESTORE else "rollback"
+
+    @property
+    def cursor(self) -> Cursor:
+        """Where a stream that has dealt with the rewind stands: at the rollback or restore itself."""
+        return Cursor(requested=self.entry.requested_time, completion=self.entry.completion_time)
+
+    def describe(self) -> str:
+        to = f" to savepoint {self.savepoint}" if self.savepoint else ""
+        return (f"{self.table_url}: {self.what} {self.entry.requested_time}{to} undid instant(s) "
+                f"{', '.join(self.delivered)} that this stream already delivered")
+
+    def error(self) -> DataLossError:
+        return DataLossError(
+            f"{self.describe()}; the sink holds changes the table no longer has, and lacks what the {self.what} "
+            "brought back. Start a new stream (a new stateLocation) from the table as it is now, set "
+            "onRewind=reconcile (with emitDeletes=true) to deliver what the rewind changed, or set "
+            "failOnDataLoss=false to continue from a snapshot of the restored table")
 
 
 class RewindCheck:
@@ -33,10 +68,10 @@ class RewindCheck:
         self.table = table
         self._clean: set[str] = set()
 
-    def check(self, cursor: Cursor | None, known: Mapping[str, str] | None) -> None:
-        """Raise :class:`DataLossError` when a rollback or restore undid an instant this stream delivered."""
+    def find(self, cursor: Cursor | None, known: Mapping[str, str] | None) -> Rewind | None:
+        """The first completed rollback or restore that undid an instant this stream delivered, if any."""
         if cursor is None:
-            return
+            return None
         active = self.table.timeline.active
         for e in active.completed():
             if e.action not in (Action.ROLLBACK, Action.RESTORE) or e.requested_time in self._clean:
@@ -51,11 +86,6 @@ class RewindCheck:
             if not delivered:
                 self._clean.add(e.requested_time)
                 continue
-            what = "restore" if e.action is Action.RESTORE else "rollback"
             savepoint = active.restored_savepoint(e) if e.action is Action.RESTORE else None
-            to = f" to savepoint {savepoint}" if savepoint else ""
-            raise DataLossError(
-                f"{self.table.url}: {what} {e.requested_time}{to} undid instant(s) {', '.join(delivered)} that this "
-                "stream already delivered; the sink holds changes the table no longer has, and lacks what the "
-                f"{what} brought back. Start a new stream (a new stateLocation) from the table as it is now, or set "
-                "failOnDataLoss=false to continue from a snapshot of the restored table")
+            return Rewind(self.table.url, e, savepoint, tuple(delivered))
+        return None

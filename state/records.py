@@ -148,7 +148,8 @@ def split_json(split: Split) -> dict[str, Any]:
             "max_instant": split.max_instant, "replaced_by": split.replaced_by,
             "prior": None if prior is None else {**_files_json(prior, with_instant=True),
                                                   "max_instant": split.prior_max_instant},
-            "est_rows": split.est_rows, "est_bytes": split.est_bytes}
+            "est_rows": split.est_rows, "est_bytes": split.est_bytes,
+            **({"rows": split.rows} if split.rows is not None else {})}
 
 
 def split_from_json(data: object, loc: str, *, format1: bool = False) -> Split:
@@ -164,7 +165,7 @@ def split_from_json(data: object, loc: str, *, format1: bool = False) -> Split:
     prior = f.optional("prior", lambda d, at: _prior_of(d, at, partition, file_id), absent_ok=format1)
     split = Split(fs, max_instant, tuple(instants) if instants is not None else None, replaced_by,
                   prior[0] if prior else None, prior[1] if prior else "", est_rows=f.integer("est_rows"),
-                  est_bytes=f.integer("est_bytes"))
+                  est_bytes=f.integer("est_bytes"), rows=f.optional("rows", _string, absent_ok=True))
     f.done()
     return split
 
@@ -268,7 +269,7 @@ def _list_of(item: Callable[[object, str], _T]) -> Callable[[object, str], list[
 #: base or log file's other fields come from its name): a field added, renamed or removed in one of them would
 #: otherwise vanish from checkpoints or come back defaulted
 _SPLIT_FIELDS = (("slice", "max_instant", "instants", "replaced_by", "prior", "prior_max_instant", "est_rows",
-                  "est_bytes"),
+                  "est_bytes", "rows"),
                  ("partition", "file_id", "base_instant", "base_file", "log_files"),  # FileSlice
                  ("path", "file_id", "write_token", "instant", "size"),  # BaseFile
                  ("path", "file_id", "instant", "version", "write_token", "size"))  # LogFile

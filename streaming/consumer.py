@@ -7,7 +7,7 @@ the split and skips exactly the records already delivered.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -33,16 +33,19 @@ class SplitRange:
 def consume(table: HudiTable, ranges: list[SplitRange], schema: pa.Schema, columns: pa.Schema, target: pa.Schema,
             *, deletes: Deletes, changelog: bool, merge_type: MergeType | str, mini_batch: int,
             fail_on_data_loss: bool = True, clock: CommitClock | None = None,
-            carryovers: frozenset[str] | None = None) -> Iterator[pa.RecordBatch]:
+            carryovers: frozenset[str] | None = None, rows_of: Callable[[str], pa.Table] | None = None
+            ) -> Iterator[pa.RecordBatch]:
     """Record batches of at most ``mini_batch`` rows for each range, in order, cast to ``target``, handed on as
     each piece of the split is read (a range that ends early stops reading there).
 
     A piece's batches are slices of it, so neither the piece nor a batch stays referenced here once handed on
-    (``del``, :func:`_batches`): a task holds one piece of the split while the next is read, not two."""
+    (``del``, :func:`_batches`): a task holds one piece of the split while the next is read, not two.
+    ``rows_of`` reads the rows a split names (``Split.rows``: a reconcile's deletes)."""
     for r in ranges:
         pos = 0
+        given = rows_of(r.split.rows) if rows_of is not None and r.split.rows is not None else None
         for changes in change_pieces(table, r.split, schema, columns, deletes, changelog, merge_type,
-                                     fail_on_data_loss, clock, carryovers):
+                                     fail_on_data_loss, clock, carryovers, given):
             end = pos + changes.num_rows
             lo, hi = max(r.skip, pos), (end if r.stop is None else min(r.stop, end))
             if lo < hi:

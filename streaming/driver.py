@@ -24,14 +24,16 @@ from ..hoodie.deletes import Deletes
 from ..hoodie.split import Split
 from ..hoodie.table import HudiTable
 from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
-from ..monitor.rewinds import RewindCheck
+from ..monitor.rewinds import Rewind, RewindCheck
 from ..state import PlannedSplit, StateStore, StreamState
+from ..state.rewind_keys import KeyLedger
 from .admission import BatchLimit, BatchSummary, admit, too_few
 from .consumer import SplitRange
 from .metrics import SourceMetrics, seconds_between, source_metrics
 from .offsets import Offset, make_offset, served
-from .options import ReadMode, SourceOptions
+from .options import OnRewind, ReadMode, SourceOptions
 from .packing import pack_ranges
+from .reconcile import reconcile_plan
 from .tasks import Task, TaskFactory, batch_clock, task_inputs
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,13 @@ class StreamDriver:
             projected=opts.columns is not None, changelog=opts.read_mode is ReadMode.CHANGELOG))
         #: restores and rollbacks that undid instants the stream delivered (checked before each planning)
         self.rewinds = RewindCheck(self.table)
+        #: onRewind=reconcile: the keys the stream's tasks record (``state.rewind_keys``)
+        self.keys = KeyLedger(self.location, opts.storage or None) \
+            if opts.on_rewind is OnRewind.RECONCILE else None
+        if self.keys is not None and not self.table.config.populate_meta_fields:
+            raise OptionError(f"{self.table.url}: option onRewind=reconcile needs the table's meta fields "
+                              "(_hoodie_record_key, _hoodie_partition_path), which this table does not write "
+                              "(hoodie.populate.meta.fields=false)")
         self.target: Cursor | None = None
         self.available_now = False
         self._last_poll = 0.0
@@ -122,6 +131,8 @@ class StreamDriver:
     _timeline_folder: str | None = None
     #: (its modification time in ns, the wall time it was read) just before the last listing; None: not local
     _timeline_seen: tuple[int, float] | None = None
+    #: whether this process has made sure the stream records keys (onRewind=reconcile)
+    _recording = False
 
     def _poll(self) -> bool:
         """Plan the next round(s) of instants; True when the state changed.
@@ -140,20 +151,26 @@ class StreamDriver:
         self._timeline_seen = self._timeline_stat()  # before listing: a change during the listing shows next time
         self.table.reload()
         st, changed, rounds = self.state, False, 0
-        for i in range(1000):  # skipped instants advance the cursor without splits; keep going to real ones
-            if self.target is not None and st.cursor is not None and \
+        if self.keys is not None and not self._recording:  # tasks record the rounds after the cursor
+            self.keys.begin(st.cursor.requested if st.cursor else "")
+            self._recording = True
+        # once a poll, before planning moves past what a restore undid; also when the restore left an AvailableNow
+        # query's target (the latest write when it started) behind the cursor
+        rewind = self.rewinds.find(st.cursor, self._known())
+        for _ in range(1000):  # skipped instants advance the cursor without splits; keep going to real ones
+            if rewind is None and self.target is not None and st.cursor is not None and \
                     self.monitor.cursor_key(st.cursor) >= self.monitor.cursor_key(self.target):
                 break
             if self.available_now and self.target is None:
                 break
             try:
-                if i == 0:  # once a poll, before planning moves past what a restore undid
-                    self.rewinds.check(st.cursor, self._known())
-                plan = self.monitor.plan_next(st.cursor, self._round_size(), known=self._known(), floor=self.floor)
+                plan = self._rewound(rewind) if rewind is not None else \
+                    self.monitor.plan_next(st.cursor, self._round_size(), known=self._known(), floor=self.floor)
             except DataLossError as e:
                 if self.opts.fail_on_data_loss:
                     raise
                 plan = self._recover(e)
+            rewind = None
             self.blocked_by = plan.blocked_by
             self._caught_up = not plan.instants
             if self._caught_up:
@@ -241,6 +258,14 @@ class StreamDriver:
                 log.error("hudi_streaming: %s; delivering it (failOnDataLoss=false)", what)
             else:
                 log.warning("hudi_streaming: %s; delivering it in the next batch", what)
+
+    def _rewound(self, rewind: Rewind) -> Plan:
+        """A restore or rollback undid instants this stream delivered: the round that reconciles the sink with
+        it (``onRewind=reconcile``), or the one-line error (which ``failOnDataLoss=false`` recovers from)."""
+        if self.keys is None:
+            raise rewind.error()
+        log.warning("hudi_streaming: %s; delivering what it changed (onRewind=reconcile)", rewind.describe())
+        return reconcile_plan(self.table, self.monitor, self.keys, rewind)
 
     def _recover(self, error: DataLossError) -> Plan:
         """failOnDataLoss=false: log the lost range and continue from a snapshot of the table as it is now."""
@@ -333,6 +358,9 @@ class StreamDriver:
             st.splits = [p for p in st.splits if p.seq >= e_seq]
             st.committed_seq = e_seq
             self.store.save(st)
+            oldest = self.table.timeline.active.first_write_time()
+            if self.keys is not None and oldest is not None:  # what no rewind can undo any more
+                self.keys.prune(oldest)
 
     def metrics(self) -> SourceMetrics:
         """Progress a user reads in ``query.lastProgress`` (:func:`.metrics.source_metrics`)."""

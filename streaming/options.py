@@ -33,6 +33,15 @@ class ReadMode(str, enum.Enum):
     CHANGELOG = "changelog"
 
 
+class OnRewind(str, enum.Enum):
+    """What a stream does when a restore or a rollback undoes instants it delivered (``monitor.rewinds``)."""
+
+    #: stop in one line (or, with failOnDataLoss=false, continue from a snapshot of the restored table)
+    FAIL = "fail"
+    #: deliver what the rewind changed (``reconcile``); tasks record the keys they deliver to make that possible
+    RECONCILE = "reconcile"
+
+
 class SourceOptions(BaseModel):
     """Options of ``spark.readStream.format("hudi_streaming")`` (names as users write them)."""
 
@@ -67,6 +76,7 @@ class SourceOptions(BaseModel):
     merge_type: str = Field(default="payload_combine", alias="mergeType")
     mini_batch_size: int = Field(default=65536, alias="miniBatchSize", gt=0)
     fail_on_data_loss: bool = Field(default=True, alias="failOnDataLoss")
+    on_rewind: OnRewind = Field(default=OnRewind.FAIL, alias="onRewind")
     #: Hudi's read option: false lists the store even where the table's metadata table could serve the listings
     metadata_enable: bool = Field(default=True, alias="hoodie.metadata.enable")
     #: v8/v9: how much earlier than the cursor a late instant may have completed and still be delivered quietly
@@ -184,7 +194,7 @@ class SourceOptions(BaseModel):
             raise ValueError("must be payload_combine or skip_merge")
         return v.lower()
 
-    @field_validator("read_mode", mode="before")
+    @field_validator("read_mode", "on_rewind", mode="before")
     @classmethod
     def _lower(cls, v: Any) -> Any:
         return v.lower() if isinstance(v, str) else v
@@ -193,6 +203,9 @@ class SourceOptions(BaseModel):
     def _one_delete_choice(self) -> SourceOptions:
         if self.emit_deletes and self.ignore_deletes:
             raise OptionError("options emitDeletes and ignoreDeletes are both true: choose one")
+        if self.on_rewind is OnRewind.RECONCILE and not self.emit_deletes:
+            raise OptionError("option onRewind=reconcile delivers deletes (of keys a restore took away): set "
+                              "emitDeletes=true with it")
         return self
 
     @property

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any, cast
@@ -34,12 +34,13 @@ from ..hoodie.commit_clock import CommitClock
 from ..hoodie.filters import And, Compare, Filter, PartitionPruner, negate
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import CommitCheck
+from ..state.rewind_keys import KeyLedger, KeyRecorder, identity_columns
 from .admission import BatchLimit
 from .batch_read import plan_batch_read
 from .consumer import SplitRange, consume
 from .driver import StreamDriver
 from .offsets import Offset, make_offset
-from .options import ReadMode, SourceOptions
+from .options import OnRewind, ReadMode, SourceOptions
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +77,33 @@ def _task_table(opts: SourceOptions, partition: FileGroupPartition) -> HudiTable
 
 def _read_task(o: SourceOptions, partition: FileGroupPartition, target: pa.Schema,
                fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
-    """A task's record batches, as ``target`` (the query's schema), in the options' read mode."""
-    return consume(_task_table(o, partition), partition.ranges, target, partition.columns, target,
-                   deletes=o.deletes, changelog=o.read_mode is ReadMode.CHANGELOG, merge_type=o.merge_type,
-                   mini_batch=o.mini_batch_size, fail_on_data_loss=fail_on_data_loss, clock=partition.clock,
-                   carryovers=o.carryovers())
+    """A task's record batches, as ``target`` (the query's schema), in the options' read mode; with
+    ``onRewind=reconcile``, the keys of what it delivers recorded in the stream's state folder."""
+    table = _task_table(o, partition)
+    ledger = KeyLedger(o.state_location, o.storage or None) if o.state_location else None
+
+    def read(ranges: list[SplitRange]) -> Iterator[pa.RecordBatch]:
+        return consume(table, ranges, target, partition.columns, target, deletes=o.deletes,
+                       changelog=o.read_mode is ReadMode.CHANGELOG, merge_type=o.merge_type,
+                       mini_batch=o.mini_batch_size, fail_on_data_loss=fail_on_data_loss, clock=partition.clock,
+                       carryovers=o.carryovers(), rows_of=ledger.read if ledger is not None else None)
+    if ledger is None or o.on_rewind is not OnRewind.RECONCILE:
+        return read(partition.ranges)
+    columns = identity_columns(target, table.config.record_key_fields, table.config.partition_fields)
+    return _recorded(read, partition.ranges, KeyRecorder(ledger, columns, repr(partition.ranges)))
+
+
+def _recorded(read: Callable[[list[SplitRange]], Iterator[pa.RecordBatch]], ranges: list[SplitRange],
+              recorder: KeyRecorder) -> Iterator[pa.RecordBatch]:
+    """``read``'s batches, range by range, the changes' keys recorded (a snapshot's rows, and a reconcile's
+    deletes, are no instant's changes: not recorded), written before the task ends."""
+    for r in ranges:
+        changes = r.split.instants is not None and r.split.rows is None
+        for batch in read([r]):
+            if changes:
+                recorder.add(batch, r.split.file_id)
+            yield batch
+    recorder.close()
 
 
 class _Refusal(DataSourceStreamReader):

@@ -56,6 +56,22 @@ def test_a_rollback_of_a_delivered_write_stops_the_stream(tmp_path, version, tab
 
 
 @pytest.mark.parametrize("version", [9, 6])
+def test_an_available_now_run_after_a_rollback_stops_too(tmp_path, version):
+    """An AvailableNow run's target is the latest write when it starts, which a rollback put behind the stream's
+    cursor: the run has nothing to plan, and must still not pass the rollback in silence."""
+    writer = create_table(str(tmp_path / "table"), "t", SCHEMA, record_key="key", ordering_field="ts",
+                          table_type="COPY_ON_WRITE", version=version)
+    writer.upsert(_rows(range(10), 1))
+    undone = writer.upsert(_rows(range(5, 15), 2))
+    end = _deliver_all(_stream(tmp_path), make_offset(0, 0))
+    rollback = services.rollback(writer, undone, "commit")
+    again = _stream(tmp_path)
+    again.pin_target()
+    with pytest.raises(DataLossError, match=f"rollback {rollback} undid instant"):
+        again.latest_offset(end, BatchLimit())
+
+
+@pytest.mark.parametrize("version", [9, 6])
 def test_a_rollback_of_a_write_the_stream_has_not_reached_is_not_an_error(tmp_path, version):
     writer = create_table(str(tmp_path / "table"), "t", SCHEMA, record_key="key", ordering_field="ts",
                           table_type="COPY_ON_WRITE", version=version)

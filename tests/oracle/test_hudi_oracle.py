@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from oracle.hudi_oracle import compare  # noqa: E402
-from oracle.hudi_oracle.differences import COLUMNS, HUDI_REFUSES, KNOWN  # noqa: E402
+from oracle.hudi_oracle.differences import COLUMNS, HUDI_REFUSES, KNOWN, REWOUND  # noqa: E402
 from oracle.hudi_oracle.fixture import FOLDER, HudiFixture, fixture_names  # noqa: E402
 from oracle.hudi_oracle.matrix import configurations  # noqa: E402
 from support.gold import read_gold  # noqa: E402
@@ -55,6 +55,15 @@ def test_stream_restarted_between_steps_rebuilds_hudi_snapshots(name, tmp_path):
     fx = fixture(name, tmp_path)
     check(name, "stream", compare.stream(fx, tmp_path / "table", tmp_path / "state",
                                          ignore=tuple(COLUMNS.get(name, {}))))
+
+
+@pytest.mark.parametrize("name", REWOUND)
+def test_a_reconciled_stream_rebuilds_hudi_snapshots_through_restores(name, tmp_path):
+    """onRewind=reconcile: after the restore (or rollback) the sink that applied every batch equals Hudi's
+    snapshot, as at every other step (the stream restarted between steps, as above)."""
+    fx = fixture(name, tmp_path)
+    assert compare.stream(fx, tmp_path / "table", tmp_path / "state", ignore=tuple(COLUMNS.get(name, {})),
+                          onRewind="reconcile") == []
 
 
 @pytest.mark.parametrize("name", [n for n in WRITTEN if configurations()[n]["cdc"]])

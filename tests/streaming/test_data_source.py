@@ -8,6 +8,7 @@ import pytest
 from support.gold import assert_same_rows, normalise_gold, read_gold
 
 from hudi_streaming import hoodie
+from hudi_streaming.writer import create_table, services
 
 pytestmark = pytest.mark.spark
 
@@ -122,3 +123,40 @@ def test_a_catalog_table_streams_and_reads_with_its_definitions_options(spark, u
         spark.sql("DROP TABLE IF EXISTS hudi_secret")
     with pytest.raises(Exception, match="unknown option 'maxrowspertriger'.*valid options"):
         spark.sql(f"CREATE TABLE hudi_typo USING hudi_streaming OPTIONS (path '{table}', maxRowsPerTriger '5')")
+
+
+def test_a_rollback_reconciled_through_spark_leaves_an_upsert_sink_equal_to_the_table(spark, tmp_path):
+    """``onRewind=reconcile`` as a user runs it: the keys are recorded by the tasks in Spark's Python workers,
+    and the batch after a rollback of a delivered write brings a foreachBatch upsert sink back to the table."""
+    schema = pa.schema([("key", pa.string()), ("ts", pa.int64())])
+    table = str(tmp_path / "table")
+    writer = create_table(table, "t", schema, record_key="key", ordering_field="ts", table_type="MERGE_ON_READ")
+    sink: dict[str, int] = {}
+
+    def upsert(df, _):
+        for r in df.select("key", "ts", "_change_type").collect():
+            if r["_change_type"] == "delete":
+                sink.pop(r["key"], None)
+            else:
+                sink[r["key"]] = r["ts"]
+
+    def run() -> None:
+        q = (spark.readStream.format("hudi_streaming").option("stateLocation", str(tmp_path / "state"))
+             .option("emitDeletes", "true").option("onRewind", "reconcile").load(table)
+             .writeStream.foreachBatch(upsert).option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(availableNow=True).start())
+        q.awaitTermination(300)
+        assert q.exception() is None
+
+    def write(keys: range, ts: int) -> str:
+        return writer.upsert(pa.table({"key": [f"k{k}" for k in keys], "ts": [ts] * len(keys)}, schema=schema))
+
+    write(range(10), 1)
+    run()
+    undone = write(range(5, 15), 2)
+    run()
+    assert len(sink) == 15 and list((tmp_path / "state" / "rewind-keys").glob("*.parquet"))
+    services.rollback(writer, undone, "deltacommit")
+    run()
+    assert sink == {f"k{k}": 1 for k in range(10)}
+    assert sink == {r["key"]: r["ts"] for r in hoodie.read_table(table, columns=["key", "ts"]).to_pylist()}

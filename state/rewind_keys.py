@@ -24,7 +24,6 @@ from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ..errors import CorruptFileError
 from ..hoodie.storage import Storage
@@ -70,11 +69,15 @@ class KeyLedger:
 
     def write(self, name: str, rows: pa.Table) -> None:
         """A key file (or a reconcile's rows) as one whole parquet file."""
+        import pyarrow.parquet as pq  # the tasks' and a reconcile's: the planner's workers never load it
+
         buf = io.BytesIO()
         pq.write_table(rows, buf)
         self.storage.write_bytes_atomic(f"{FOLDER}/{name}", buf.getvalue())
 
     def read(self, name: str) -> pa.Table:
+        import pyarrow.parquet as pq
+
         rel = f"{FOLDER}/{name}"
         try:
             return pq.read_table(io.BytesIO(self.storage.read_bytes(rel)))

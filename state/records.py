@@ -4,7 +4,9 @@ The planner's in-memory objects (``Cursor``, and the format layer's ``Split``) a
 checkpoints are not. The state file's own fields are records here (pydantic models that mirror the JSON field
 names exactly, refuse unknown fields and have no defaults: every writer of format 2 wrote every field), mapped
 one to one onto the cursor (:func:`_exact`). A split has no record class: it is written and read field by field
-by one pair of functions (:func:`split_json`, :func:`split_from_json`) in the field order of format 2. Either
+by one pair of functions (:func:`split_json`, :func:`split_from_json`) in the field order of format 2, but for
+``rows`` (a reconcile's deletes, ``streaming.reconcile``), written only when set: a state without such a split is
+what every earlier version wrote and reads, and one with it is refused by them as an unknown field. Either
 way a field renamed, added or removed on one side only is refused (:class:`StateError`) instead of being dropped
 or defaulted without a word; a field whose *meaning* changes needs a new format version.
 """

@@ -43,7 +43,8 @@ CHANGELOG_ROUNDS_PER_POLL = 32
 
 
 class StreamDriver:
-    """The runner-process side of the stream: monitor, state store, and the offset arithmetic.
+    """The runner-process side of the stream: its lifecycle — start, polling the timeline (late instants,
+    rewinds, data-loss recovery), offsets handed to Spark and the batches they stand for, commits.
 
     Separate from Spark's ``DataSourceStreamReader`` (``source.py``, which only translates types) so that the
     stream's one idea — which splits each batch delivers, exactly once — is tested and read without Spark.

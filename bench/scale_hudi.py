@@ -2,7 +2,8 @@
 and on a slow object store, against ``spark.read.parquet``, Hudi's own snapshot read and hudi-rs.
 
 For each ``--sizes`` partition count (``scale_tables.hudi_table``: one file group per partition, a log file in
-each, cached), in one Spark session (``local[2]``) of the project, each reader once after a warm-up query:
+each, cached), in one Spark session (``local[2]``) of the project, each reader once after a warm-up query on
+that size's table:
 
 * **first batch**: ``readStream.format("hudi_streaming")`` from ``earliest`` with ``maxFilesPerTrigger=10``
   (Delta's name; the source maps it onto ``maxSplitsPerTrigger``) into a ``foreachBatch`` sink writing Spark's
@@ -169,9 +170,13 @@ def run(sizes: list[int], latency: float, skip_s3: bool, keep: str | None, rows:
     bench = Bench(spark, work, store)
     results: dict[tuple[int, str], dict] = {}
     try:
-        bench.stream(str(tables[sizes[0]]), {}, first_batch_only=True)  # warm-up: Spark's and the source's start
         for n in sizes:
             table, info = tables[n], describe(tables[n])
+            # a warm-up, not counted: PySpark ends Python workers idle for a minute, and the size before's anchors
+            # (Hudi's snapshot read runs minutes in a JVM of its own) leave them idle longer, so the next size's
+            # first query paid their start-up and imports (one warm-up for all sizes made the local first batch
+            # look 2.8-3.4x slower at 1,000 partitions than at 100; interleaved in one warm session they are even)
+            bench.stream(str(table), {}, first_batch_only=True)
             print(f"{n:,} partitions: {info['partitions']:,} partitions, {info['base']:,} base files, "
                   f"{info['logs']:,} log files, {info['mib']:.1f} MiB, metadata table: {info['metadata']}; "
                   f"load {load()}", flush=True)

@@ -26,9 +26,9 @@ def test_a_planned_file_gone_or_short_is_data_loss_naming_it(kind, damage, tmp_p
     opts = parse_options({"path": str(table)})
     output = source_schema(opts)
     (task,) = plan_batch_read(opts, output, FileGroupPartition)
-    split = task.ranges[0].split
-    assert split.base_path and split.logs
-    path = split.base_path if kind == "base" else split.logs[0].path
+    fs = task.ranges[0].split.slice
+    assert fs.base_file is not None and fs.log_files
+    path = fs.base_file.path if kind == "base" else fs.log_files[0].path
     data = (table / path).read_bytes()
     if damage == "removed":
         (table / path).unlink()

@@ -51,17 +51,18 @@ def slice_bound(s: FileSlice, written: Mapping[str, Sequence[WriteStat]], first_
 def slice_rows(storage: Storage, s: FileSlice) -> int:
     """An upper bound of the rows a whole file slice yields (a snapshot split, or every row of a replaced file
     group as a delete): its base file's row count (its footer) plus every record of its log files."""
-    return (file_rows(storage, s.base_file.path) if s.base_file else 0) + sum(file_rows(storage, lf.path)
-                                                                              for lf in s.log_files)
+    return (file_rows(storage, s.base_file.path, s.base_file.size) if s.base_file else 0) + \
+        sum(file_rows(storage, lf.path) for lf in s.log_files)
 
 
-def file_rows(storage: Storage, path: str) -> int:
-    """Records in one data file, read from the file: a base file's footer row count, or a log file's data
-    and delete records (every block, rolled back or not: an upper bound). 0 for a file that is gone —
-    the split's reader reports that as data loss."""
+def file_rows(storage: Storage, path: str, size: int | None = None) -> int:
+    """Records in one data file, read from the file: a base file's footer row count (``size``: its listed size,
+    which spares an object store the request asking for it), or a log file's data and delete records (every
+    block, rolled back or not: an upper bound). 0 for a file that is gone — the split's reader reports that as
+    data loss."""
     try:
         if parse_log_file_name(posixpath.basename(path)) is None:
-            return base_file_rows(storage, path)
+            return base_file_rows(storage, path, size)
         return sum(_block_records(b) for b in read_log_file(storage, path))
     except FileNotFoundError:
         return 0

@@ -159,7 +159,7 @@ def verify(table: Path, params: dict) -> None:
     optimized, ours == pyarrow == the base rows."""
     import hudi
 
-    from hudi_streaming import hoodie
+    from hudi_streaming import read_table
 
     base, updates, rows = generate(params["rows"], params["updates"])
     t1, t2 = params["instants"]
@@ -170,7 +170,7 @@ def verify(table: Path, params: dict) -> None:
     src[rows] = base.num_rows + np.arange(len(rows))
     expected = pa.concat_tables([at(base, t1), at(updates, t2)]).take(pa.array(src))
     path = str(table)
-    ours = hoodie.read_table(path)
+    ours = read_table(path)
     assert_same_rows(expected, ours, "expected state", "ours (merged)")
     rs_table = hudi.HudiTableBuilder.from_base_uri(path).build()
     assert_same_rows(ours, pa.Table.from_batches(rs_table.read(hudi.HudiReadOptions())), "ours (merged)",
@@ -195,7 +195,7 @@ def verify(table: Path, params: dict) -> None:
     assert_same_rows(expected, streamed, "expected state", "ours (streaming path)", EXPECTED)
     del streamed
     base_rows = at(base, t1)
-    assert_same_rows(base_rows, hoodie.read_table(path, read_optimized=True), "base rows", "ours (read-optimized)")
+    assert_same_rows(base_rows, read_table(path, read_optimized=True), "base rows", "ours (read-optimized)")
     assert_same_rows(base_rows, pq.read_table(data_files(table)[0]), "base rows", "pyarrow base read")
 
 
@@ -269,8 +269,8 @@ def worker_fn(kind: str, path: str, base_file: str, runs: list):
         return lambda: hudi.HudiTableBuilder.from_base_uri(path).build().read(hudi.HudiReadOptions())
     if kind == "pyarrow_ro":
         return lambda: pq.read_table(base_file)
-    from hudi_streaming import hoodie
-    return lambda: hoodie.read_table(path, read_optimized=kind == "ours_ro")
+    from hudi_streaming import read_table
+    return lambda: read_table(path, read_optimized=kind == "ours_ro")
 
 
 def drain(make_batches) -> dict:
@@ -343,9 +343,9 @@ ROWS = [
     ("merged, slice", "ours     read_slice (batch API)", "ours_slice"),
     ("merged, slice", "hudi-rs  HudiFileGroupReader.read_file_slice", "hudi_slice"),
     ("merged, slice", "hudi-rs  read_file_slice_stream", "hudi_slice_stream"),
-    ("merged, table", "ours     hoodie.read_table(url)", "ours_table"),
+    ("merged, table", "ours     read_table(url)", "ours_table"),
     ("merged, table", "hudi-rs  HudiTable.read(HudiReadOptions())", "hudi_table"),
-    ("read-optimized", "ours     hoodie.read_table(url, read_optimized=True)", "ours_ro"),
+    ("read-optimized", "ours     read_table(url, read_optimized=True)", "ours_ro"),
     ("read-optimized", "ours     read_slice (read_optimized)", "ours_ro_slice"),
     ("read-optimized", "pyarrow  pq.read_table(base file)", "pyarrow_ro"),
 ]

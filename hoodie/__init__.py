@@ -1,9 +1,8 @@
-"""The Apache Hudi table format in Python: read (and write) Hudi tables exactly as Hudi does, without Spark.
+"""The Apache Hudi table format in Python: read Hudi tables exactly as Hudi does, without Spark.
 
-``read_table`` is the batch API; :class:`~hudi_streaming.hoodie.table.HudiTable` and the timeline /
-file-system view objects behind it serve the streaming monitor.
+:class:`~hudi_streaming.hoodie.table.HudiTable` and the timeline / file-system view objects behind it serve the
+planner and the public reads (``hudi_streaming.read``: ``read_table``, ``read_changes``).
 """
-from .read import read_table
 from .table import HudiTable
 
-__all__ = ["read_table", "HudiTable"]
+__all__ = ["HudiTable"]

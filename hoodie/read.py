@@ -1,4 +1,6 @@
-"""Batch queries over a table: snapshot (optionally as of an instant), read-optimized and incremental.
+"""What a batch read of a table reads: the file slices of a snapshot (optionally as of an instant), a
+read-optimized or an incremental read, and the columns merging needs (``hudi_streaming.read.read_table`` reads
+them; the planner and the Spark batch reader plan with them too).
 
 Incremental windows follow Spark + Hudi exactly (fixtures README, spec §2.9): on table v8/v9 the bounds are
 compared with each instant's completion time, start exclusive, end inclusive, and rows are those whose
@@ -15,11 +17,10 @@ from typing import Literal
 import pyarrow as pa
 
 from ..errors import DataLossError, OptionError
-from .filters import Filter, FilterArg, PartitionPruner, columns_of, filter_rows, pushed_filters
+from .filters import Filter, PartitionPruner
 from .fs_view import FileSlice, parse_base_file, parse_log_file
 from .metadata_stats import SlicePruner
 from .scanner import InstantRange
-from .slice_reader import MergeType, SliceRead, read_slice
 from .table import COMMIT_TIME, IS_DELETED, RECORD_KEY, HudiTable
 from .timeline import CommitMetadata
 
@@ -148,73 +149,6 @@ def plan_slices(table: HudiTable, *, as_of: str | None = None, start: str | None
         slices = SlicePruner(table, filters, schema if schema is not None else table.arrow_schema(),
                              latest=latest).prune(slices)
     return slices, max_instant, rng
-
-
-def read_table(url: str, *, columns: list[str] | None = None, as_of: str | None = None,
-               read_optimized: bool = False, start: str | None = None, end: str | None = None,
-               partition_filter: PartitionFilter | None = None, filters: FilterArg | None = None,
-               storage_options: dict | None = None,
-               merge_type: MergeTypeArg | MergeType = MergeType.PAYLOAD_COMBINE,
-               metadata_enable: bool = True) -> pa.Table:
-    """The rows of the Hudi table at ``url`` as one Arrow table: a snapshot (the latest, or as of an instant), a
-    read-optimized read, or an incremental read of an instant range (see the module docstring).
-
-    Parameters:
-        url: the table's root folder (local path or fsspec URL such as ``s3://bucket/table``).
-        columns: the columns to return, in that order; None returns every column of the table, Hudi's
-            ``_hoodie_*`` meta columns first.
-        as_of: a snapshot as of this instant time (``yyyyMMddHHmmss[SSS]``, a requested time): the writes up to
-            it, merged; None reads the latest. An incremental read (``start`` or ``end`` given) takes only the
-            table's columns as of it.
-        read_optimized: read the base files only, without merging their log files (faster; a merge-on-read
-            table's latest writes are left out until they are compacted).
-        start: an incremental read of the writes after this instant, exclusive (a completion time on table
-            versions 8/9, a requested time on 6), returning the latest value of each record they wrote.
-        end: an incremental read of the writes up to this instant, inclusive, likewise.
-        partition_filter: the partitions to read: partition field -> the value or values to keep, or a function
-            of a partition's ``{field: value}`` that returns whether to read it.
-        filters: the rows to return, as pyarrow and delta-rs take them: DNF (a list of ``(column, op, value)``
-            tuples, their AND, or a list of such lists, the OR of those ANDs; ops ``=``, ``==``, ``!=``, ``<``,
-            ``<=``, ``>``, ``>=``, ``in``, ``not in``) or a ``pyarrow.compute.Expression``. The rows returned are
-            those that match (a null outcome drops the row, as pyarrow's ``Table.filter``); partitions whose values
-            rule out every match are not read at all (for an Expression, where ``hoodie.filters`` can read it).
-        storage_options: fsspec options for the table's store (credentials, endpoint, ...).
-        merge_type: ``"payload_combine"`` merges each record's versions by the table's merge rules (Hudi's
-            default); ``"skip_merge"`` returns each file slice's base rows and then its log records (deletes left
-            out), unmerged.
-        metadata_enable: take the file listing from the table's metadata table where it can serve it (Hudi's
-            ``hoodie.metadata.enable``); False lists the store.
-
-    Raises :class:`OptionError` for a bad argument (an unknown column, a partition filter naming fields that
-    are not partition fields, a filter naming an unknown column or operator, an unknown ``merge_type``),
-    :class:`DataLossError` when an incremental read needs
-    files the cleaner removed.
-    """
-    try:
-        merge = MergeType(merge_type)
-    except ValueError:
-        raise OptionError(f"read_table: merge_type={merge_type!r}; use 'payload_combine' or 'skip_merge'") from None
-    table = HudiTable(url, storage_options, metadata_enable=metadata_enable)
-    full = table.arrow_schema(as_of)
-    if columns is not None:
-        unknown = [c for c in columns if c not in full.names]
-        if unknown:
-            raise OptionError(f"{url}: unknown columns {unknown}; the table has {full.names}")
-    pushed = pushed_filters(filters, full, "read_table") if filters is not None else None
-    slices, max_instant, rng = plan_slices(table, as_of=as_of, start=start, end=end,
-                                           partition_filter=partition_filter,
-                                           filters=pushed.model if pushed else None, schema=full)
-    # the rows are filtered on columns that may not be returned: read them too (all, for an opaque Expression)
-    wanted = columns
-    if pushed is not None and columns is not None:
-        wanted = None if pushed.model is None else columns + sorted(columns_of(pushed.model) - set(columns))
-    req = SliceRead(table, read_schema(table, full, wanted, rng is not None), max_instant, rng, merge,
-                    read_optimized)
-    parts = [read_slice(req, s) for s in slices]
-    out = pa.concat_tables(parts) if parts else req.schema.empty_table()
-    if pushed is not None:
-        out = filter_rows(out, pushed, "read_table")
-    return out.select(columns if columns is not None else [c for c in full.names])
 
 
 def read_schema(table: HudiTable, full: pa.Schema, columns: list[str] | None, incremental: bool) -> pa.Schema:

@@ -1,7 +1,8 @@
 """The change feed of an instant range as one batch: planned as a stream plans it, read by ``hoodie.changes``.
 
-``read_changes`` is Delta's ``table_changes()`` for a Hudi table: what changed between two instants, with change
-types. It returns the rows a stream would deliver for that range, because it plans the same rounds with the
+:class:`ChangeFeed` is what ``hudi_streaming.read.read_changes`` (Delta's ``table_changes()`` for a Hudi table:
+what changed between two instants, with change types) reads. It gives the rows a stream would deliver for that
+range, because it plans the same rounds with the
 same planner (:class:`StreamMonitor`: a round per planning step, cut before a compaction, clustering or insert
 overwrite; one instant per round in changelog mode) and reads each split through the same
 :func:`hoodie.changes.change_pieces`. The batch reader (``spark.read`` with a range) and the CLI's ``read
@@ -14,16 +15,14 @@ from typing import Literal
 
 import pyarrow as pa
 
-from ..errors import HudiStreamingError, OptionError
+from ..errors import HudiStreamingError
 from ..hoodie.changes import change_pieces
 from ..hoodie.commit_clock import commit_clock
-from ..hoodie.config import is_zone
 from ..hoodie.deletes import Deletes
 from ..hoodie.feed_schema import output_schema, read_columns
-from ..hoodie.filters import Filter, FilterArg, PartitionPruner, filter_rows, pushed_filters
+from ..hoodie.filters import Filter, PartitionPruner
 from ..hoodie.split import Split
 from ..hoodie.table import HudiTable
-from ..hoodie.timeline.instant import is_instant_time
 from .monitor import Cursor, MonitorOptions, Plan, StreamMonitor
 
 DeletesArg = Literal["emit", "ignore", "fail"]
@@ -118,76 +117,3 @@ class ChangeFeed:
         return pa.concat_tables(parts) if parts else self.schema.empty_table()
 
 
-def read_changes(url: str, start: str | None = None, end: str | None = None, *, changelog: bool = False,
-                 deletes: DeletesArg = "emit", columns: list[str] | None = None,
-                 partition_filter: Partitions | None = None, filters: FilterArg | None = None,
-                 drop_carryovers: bool = False, carryover_ignore_columns: list[str] | None = None,
-                 timeline_zone: str | None = None, storage_options: dict | None = None,
-                 metadata_enable: bool = True) -> pa.Table:
-    """What changed in the Hudi table at ``url`` after instant ``start`` up to instant ``end``, with change types.
-
-    The rows are those a stream started just after ``start`` with ``endingInstant=end`` delivers, in its order:
-    the table's columns, Hudi's ``_hoodie_*`` meta columns, ``_change_type`` (``insert``, ``update_postimage``,
-    ``update_preimage``, ``delete``), ``_commit_version`` and ``_commit_timestamp`` (when the change's commit
-    became visible: Delta's change data feed columns of those names).
-
-    Parameters:
-        url: the table's root folder (local path or fsspec URL such as ``s3://bucket/table``).
-        start: exclusive lower bound, an instant time ``yyyyMMddHHmmss[SSS]`` (a completion time on table
-            versions 8/9, a requested time on 6); None reads from the table's first write.
-        end: inclusive upper bound, likewise; None reads up to the latest completed write.
-        changelog: every version of a key, one instant at a time, updates as a pre-image and a post-image row
-            (the stream's ``readMode=changelog``); otherwise the latest state of each key changed per planning
-            round (``readMode=upsert``).
-        deletes: ``"emit"`` delivers deletes as rows with ``_change_type`` ``delete`` and the key's last values;
-            ``"ignore"`` drops them; ``"fail"`` raises :class:`DeleteError` at the first delete.
-        columns: the table columns to return (meta columns and ``_change_type`` always come along).
-        partition_filter: partition field → the value or values to read.
-        filters: the rows to return, in ``read_table``'s forms (pyarrow DNF or Expression), on the returned
-            columns: the rows that match, as pyarrow filters them; partitions that cannot hold a match are not
-            read. A pre-image and its post-image are filtered each on its own values, as a query's
-            WHERE on the change feed filters them.
-        drop_carryovers: leave out updates whose values equal the key's earlier values in every returned column
-            but the ``_hoodie_*`` meta columns and ``carryover_ignore_columns`` (a writer that rewrote a record
-            unchanged): both images in changelog mode, the row in upsert mode (Spark's
-            ``deduplicationMode=dropCarryovers``).
-        timeline_zone: the IANA zone the writer wrote instant times in, for ``_commit_timestamp``, on a table
-            whose timeline is LOCAL (Hudi's default: the writer's zone, which the table does not record); this
-            process's zone when None. A UTC timeline is read in UTC, and another zone given for it is refused.
-        storage_options: fsspec options for the table's store.
-        metadata_enable: take the file listings from the table's metadata table where it can serve them (Hudi's
-            ``hoodie.metadata.enable``); False lists the store.
-
-    Raises :class:`OptionError` for a bad argument (an unknown column, a malformed instant, an unknown
-    ``deletes`` value), :class:`DataLossError` when the cleaner already removed files the range needs.
-    """
-    for name, value in (("start", start), ("end", end)):
-        if value is not None and not is_instant_time(value):
-            raise OptionError(f"read_changes: {name}={value!r} is not an instant time (yyyyMMddHHmmss[SSS])")
-    try:
-        mode = Deletes(deletes)
-    except ValueError:
-        raise OptionError(f"read_changes: deletes={deletes!r}; use 'emit', 'ignore' or 'fail'") from None
-    table = HudiTable(url, storage_options, metadata_enable=metadata_enable)
-    unknown = [f for f in partition_filter or {} if f not in table.config.partition_fields]
-    if unknown:
-        raise OptionError(f"read_changes: partition_filter names {', '.join(unknown)}, not a partition field of "
-                          f"{table.url} (its partition fields: {', '.join(table.config.partition_fields) or 'none'})")
-    full = table.arrow_schema()
-    unknown = [c for c in [*(columns or []), *(carryover_ignore_columns or [])] if c not in full.names]
-    if unknown:
-        raise OptionError(f"read_changes: {table.url} has no column {', '.join(unknown)}; its columns: "
-                          f"{', '.join(n for n in full.names if not n.startswith('_hoodie_'))}")
-    if timeline_zone is not None and not is_zone(timeline_zone):
-        raise OptionError(f"read_changes: timeline_zone={timeline_zone!r} is not an IANA time zone name")
-    zone = table.config.reading_zone(timeline_zone, "read_changes: timeline_zone")
-    schema = output_schema(full, columns)
-    pushed = pushed_filters(filters, schema, "read_changes") if filters is not None else None
-    feed = ChangeFeed(table, changelog=changelog, deletes=mode, columns=columns, partition_filter=partition_filter,
-                      end=end, zone=zone,
-                      carryovers=frozenset(carryover_ignore_columns or ()) if drop_carryovers else None,
-                      filters=pushed.model if pushed else None)
-    feed.start_after(start)
-    parts = [rows for _plan, rows in feed.rounds()]
-    out = pa.concat_tables(parts) if parts else feed.schema.empty_table()
-    return filter_rows(out, pushed, "read_changes") if pushed is not None else out

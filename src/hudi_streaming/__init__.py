@@ -5,7 +5,9 @@ The one import name of the distribution. What users need is here::
     from hudi_streaming import read_table, read_changes, HudiTable, HudiStreamingDataSource, HudiStreamingError
 
 The layers are subpackages: ``hoodie`` (the table format, no Spark), ``monitor`` (the driver's planner),
-``state`` (the stream's checkpoint) and ``streaming`` (the Spark data source, the CLI and the demo). Spark
+``state`` (the stream's checkpoint) and ``streaming`` (the Spark data source); ``read`` holds the public batch
+reads, and the tools sit at the edges (``writer``, the project's own Hudi writer; ``cli``, the command line,
+the demo and the local Spark session). Spark
 finds the data source without a ``register`` call through the module ``pyspark_hudi_streaming``.
 
 Only the error types are imported with the package; the other public names are imported on first use (module
@@ -35,9 +37,8 @@ from .errors import (
 )
 
 if TYPE_CHECKING:  # the names __getattr__ imports, as type checkers see them
-    from .hoodie.read import read_table
     from .hoodie.table import HudiTable
-    from .monitor.feed import read_changes
+    from .read import read_changes, read_table
     from .streaming.data_source import HudiStreamingDataSource
 
 try:
@@ -52,7 +53,7 @@ __all__ = ["read_table", "read_changes", "HudiTable", "HudiStreamingDataSource",
 
 
 #: the public names imported on first use, and the module each comes from
-_LAZY = {"read_table": "hoodie.read", "HudiTable": "hoodie.table", "read_changes": "monitor.feed",
+_LAZY = {"read_table": "read", "HudiTable": "hoodie.table", "read_changes": "read",
          "HudiStreamingDataSource": "streaming.data_source"}
 
 

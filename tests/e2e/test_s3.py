@@ -23,7 +23,7 @@ from support.s3_fault_proxy import FaultProxy
 from support.s3_server import KEY, REGION, SECRET, S3Server
 from support.verify import apply_upserts, duplicates, state_differences
 
-from hudi_streaming import OptionError, hoodie
+from hudi_streaming import OptionError, hoodie, read_table
 from hudi_streaming.hoodie import storage
 from hudi_streaming.hoodie.storage import Storage
 from hudi_streaming.streaming.options import parse_options
@@ -64,9 +64,9 @@ def test_a_table_on_s3_reads_exactly_as_the_same_table_on_disk(name, fetch, s3, 
         monkeypatch.setattr(storage, "REMOTE_READ_BUFFER", 4096)
     local = str(unzip_fixture(name).table)
     url = s3.upload(Path(local), f"fixtures/{name}")
-    expected = hoodie.read_table(local)
+    expected = read_table(local)
     assert expected.num_rows > 0
-    assert hoodie.read_table(url, storage_options=s3.storage_options).equals(expected)
+    assert read_table(url, storage_options=s3.storage_options).equals(expected)
 
 
 @pytest.fixture
@@ -109,9 +109,9 @@ def test_a_large_base_file_on_s3_is_read_a_buffer_at_a_time_and_never_whole(s3, 
     url = s3.upload(tmp_path / "t", "large-base")
     size = base.stat().st_size
     assert size > 16 * (64 << 10), "the base file must be well above the whole-fetch size"
-    expected = hoodie.read_table(str(tmp_path / "t"))
+    expected = read_table(str(tmp_path / "t"))
 
-    assert hoodie.read_table(url, storage_options=s3.storage_options).equals(expected)
+    assert read_table(url, storage_options=s3.storage_options).equals(expected)
     reads = [(start, end) for key, start, end in fetched if key.endswith(base.name)]
     assert len(reads) > 8
     # a request is a buffer, or one data page where a page is larger (a page is decoded whole), never the file
@@ -181,10 +181,10 @@ def test_a_process_that_read_parquet_in_ranged_requests_exits_cleanly(s3, unzip_
     name = "mor_avro__v9_txns_simple_meta"
     url = s3.upload(unzip_fixture(name).table, f"exit/{name}")
     code = ("import sys, json\n"
-            "from hudi_streaming import hoodie\n"
+            "from hudi_streaming import read_table\n"
             "from hudi_streaming.hoodie import storage\n"
             "storage.WHOLE_FETCH_MAX = 0\n"
-            "print(hoodie.read_table(sys.argv[1], storage_options=json.loads(sys.argv[2])).num_rows)\n")
+            "print(read_table(sys.argv[1], storage_options=json.loads(sys.argv[2])).num_rows)\n")
     for _ in range(3):
         run = subprocess.run([sys.executable, "-c", code, url, json.dumps(s3.storage_options)],
                              capture_output=True, text=True, timeout=120)
@@ -196,9 +196,9 @@ def test_an_incremental_read_on_s3_equals_the_one_on_disk(s3, unzip_fixture):
     local = unzip_fixture(name).table
     url = s3.upload(local, f"incremental/{name}")
     writes = [e.completion_time for e in hoodie.HudiTable(str(local)).timeline.completed_writes()]
-    expected = hoodie.read_table(str(local), start=writes[0], end=writes[-2])
-    assert 0 < expected.num_rows < hoodie.read_table(str(local)).num_rows
-    assert hoodie.read_table(url, start=writes[0], end=writes[-2], storage_options=s3.storage_options).equals(expected)
+    expected = read_table(str(local), start=writes[0], end=writes[-2])
+    assert 0 < expected.num_rows < read_table(str(local)).num_rows
+    assert read_table(url, start=writes[0], end=writes[-2], storage_options=s3.storage_options).equals(expected)
 
 
 def test_spark_reads_a_table_on_s3_with_hadoop_option_names(spark, s3, unzip_fixture):
@@ -207,7 +207,7 @@ def test_spark_reads_a_table_on_s3_with_hadoop_option_names(spark, s3, unzip_fix
     local = unzip_fixture(name).table
     url = s3.upload(local, f"spark/{name}")
     got = spark.read.format("hudi_streaming").options(**s3.spark_options).load(url).drop("_change_type").toArrow()
-    expected = hoodie.read_table(str(local))
+    expected = read_table(str(local))
     key = "_hoodie_record_key"
     assert sorted(got.column(key).to_pylist()) == sorted(expected.column(key).to_pylist())
     assert got.num_rows == expected.num_rows > 0
@@ -226,7 +226,7 @@ def test_spark_streams_a_base_file_above_the_whole_fetch_size_from_s3(spark, s3,
              .foreachBatch(lambda df, _: got.extend(df.select("uuid", "ts").collect()))
              .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
     query.awaitTermination()
-    expected = hoodie.read_table(str(tmp_path / "t"))
+    expected = read_table(str(tmp_path / "t"))
     assert sorted((r.uuid, r.ts) for r in got) == sorted(zip(expected.column("uuid").to_pylist(),
                                                              expected.column("ts").to_pylist()))
     assert len(got) == 30000
@@ -239,17 +239,17 @@ def test_credentials_and_endpoint_from_the_aws_environment_variables(s3, unzip_f
     aws_env.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
     aws_env.setenv("AWS_ENDPOINT_URL", s3.endpoint)
     aws_env.setenv("AWS_REGION", REGION)
-    expected = hoodie.read_table(str(local))
-    assert hoodie.read_table(url).equals(expected)
+    expected = read_table(str(local))
+    assert read_table(url).equals(expected)
     empty = parse_options({"path": url, "fs.s3a.access.key": "", "fs.s3a.secret.key": "", "fs.key": ""}).storage
     assert empty == {}
-    assert hoodie.read_table(url, storage_options=empty).equals(expected)
+    assert read_table(url, storage_options=empty).equals(expected)
 
 
 def test_missing_credentials_are_one_line_naming_the_url_and_what_to_set(s3, aws_env):
     url = s3.url("fixtures/cow__v6_nonpartitioned")
     with pytest.raises(OptionError) as e:
-        hoodie.read_table(url, storage_options={"client_kwargs": {"endpoint_url": s3.endpoint}})
+        read_table(url, storage_options={"client_kwargs": {"endpoint_url": s3.endpoint}})
     msg = str(e.value)
     assert "\n" not in msg
     assert msg.startswith(f"{url}: no usable credentials for the object store (Unable to locate credentials)")
@@ -343,7 +343,7 @@ def test_a_running_stream_on_s3_delivers_new_instants_and_resumes_exactly_once(s
     assert {r["_hoodie_commit_time"] for r in rows} == {s.instant for s in steps}
     state = apply_upserts(rows)
     assert {k: r["ts"] for k, r in state.items()} == {gen.key_name(i): ts for i, ts in gen.present.items()}
-    assert state_differences(state, hoodie.read_table(url, storage_options=s3.storage_options)) == []
+    assert state_differences(state, read_table(url, storage_options=s3.storage_options)) == []
 
 
 # -- secrets in what Spark shows --------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from harness import Driver, live_writer
 from support.reveal import TimelineReveal
 from support.verify import apply_upserts, change_feed, delivered, duplicates, feed, state_differences
 
-from hudi_streaming import hoodie
+from hudi_streaming import hoodie, read_table
 
 pytestmark = pytest.mark.spark
 
@@ -50,7 +50,7 @@ def check_delivery(table: Path, work: Path) -> None:
     rows = delivered(work / "out")
     assert rows, "nothing was delivered"
     assert duplicates(rows) == []
-    assert state_differences(apply_upserts(rows), hoodie.read_table(str(table))) == []
+    assert state_differences(apply_upserts(rows), read_table(str(table))) == []
 
 
 @pytest.mark.parametrize("name,kills,options", [

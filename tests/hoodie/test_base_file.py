@@ -24,8 +24,9 @@ import pytest
 from support.gold import assert_same_rows
 from support.stream_sim import make_reader, run_batches
 
+from hudi_streaming import read_table
 from hudi_streaming.errors import CorruptFileError, UnsupportedTableError
-from hudi_streaming.hoodie import base_file, read_table, slice_reader
+from hudi_streaming.hoodie import base_file, slice_reader
 from hudi_streaming.hoodie.base_file import open_base_file
 from hudi_streaming.hoodie.storage import Storage
 from hudi_streaming.hoodie.table import HudiTable

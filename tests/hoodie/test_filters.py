@@ -16,7 +16,7 @@ import pytest
 from oracle.hudi_oracle.fixture import FOLDER, HudiFixture, fixture_names
 from support.tables import write_nulls_table
 
-from hudi_streaming import hoodie
+from hudi_streaming import read_changes, read_table
 from hudi_streaming.errors import OptionError
 from hudi_streaming.hoodie.filters import (
     ALL,
@@ -35,7 +35,6 @@ from hudi_streaming.hoodie.filters import (
 )
 from hudi_streaming.hoodie.read import plan_slices
 from hudi_streaming.hoodie.table import HudiTable
-from hudi_streaming.monitor.feed import read_changes
 
 WRITTEN = [n for n in fixture_names() if HudiFixture(FOLDER / f"{n}.zip", Path()).steps]
 
@@ -72,12 +71,12 @@ def test_filtered_reads_equal_the_read_then_filtered(name, tmp_path):
     table = HudiTable(url)
     # partitions only: the metadata table's statistics (tests/hoodie/test_metadata_stats.py) skip more
     listed = HudiTable(url, metadata_enable=False)
-    everything = hoodie.read_table(url)
+    everything = read_table(url)
     total = len(plan_slices(table)[0])
     pruned_any = False
     for dnf in predicates(table, everything):
         expected = everything.filter(pq.filters_to_expression(dnf))
-        got = hoodie.read_table(url, filters=dnf)
+        got = read_table(url, filters=dnf)
         assert rows_of(got) == rows_of(expected), f"{name}: filters={dnf}"
         planned = len(plan_slices(listed, filters=from_dnf(dnf, "test"))[0])
         with_stats = len(plan_slices(table, filters=from_dnf(dnf, "test"))[0])
@@ -90,7 +89,7 @@ def test_filtered_reads_equal_the_read_then_filtered(name, tmp_path):
     # an Expression filters the rows and prunes as its DNF does; a projection returns only the columns asked for
     dnf = predicates(table, everything)[0]
     expr = pq.filters_to_expression(dnf)
-    got = hoodie.read_table(url, filters=expr, columns=["id"])
+    got = read_table(url, filters=expr, columns=["id"])
     assert got.schema.names == ["id"]
     assert rows_of(got) == rows_of(everything.filter(expr).select(["id"]))
     model = pushed_filters(expr, everything.schema, "test").model
@@ -106,7 +105,7 @@ def test_filtered_change_feeds_equal_the_feed_then_filtered(name, tmp_path):
         pytest.skip("no change feed without meta fields")
     for changelog in (False, True):
         feed = read_changes(url, changelog=changelog)
-        for dnf in predicates(HudiTable(url), hoodie.read_table(url))[:2]:
+        for dnf in predicates(HudiTable(url), read_table(url))[:2]:
             got = read_changes(url, changelog=changelog, filters=dnf, columns=["id"] + [c for c, _, _ in dnf])
             expected = feed.filter(pq.filters_to_expression(dnf)).select(got.schema.names)
             assert rows_of(got) == rows_of(expected), f"{name} changelog={changelog}: filters={dnf}"
@@ -174,26 +173,26 @@ def test_a_formatted_partition_path_prunes_nothing(tmp_path):
     url = str(fx.materialize(len(fx.steps) - 1, tmp_path / "table"))
     table = HudiTable(url)
     assert value_partition_columns(table) == []
-    ms = hoodie.read_table(url).column("event_ms")[0].as_py()
+    ms = read_table(url).column("event_ms")[0].as_py()
     assert PartitionPruner(table, Compare("event_ms", "=", ms)).used is False
 
 
 def test_bad_filters_are_refused_by_name(nulls_table):
     with pytest.raises(OptionError, match="nope"):
-        hoodie.read_table(nulls_table, filters=[("nope", "=", 1)])
+        read_table(nulls_table, filters=[("nope", "=", 1)])
     with pytest.raises(OptionError, match="'~'"):
-        hoodie.read_table(nulls_table, filters=[("y", "~", 1)])
+        read_table(nulls_table, filters=[("y", "~", 1)])
     with pytest.raises(OptionError, match="list of values"):
-        hoodie.read_table(nulls_table, filters=[("y", "in", 2024)])
+        read_table(nulls_table, filters=[("y", "in", 2024)])
     with pytest.raises(OptionError, match="non-empty list"):
-        hoodie.read_table(nulls_table, filters=[])
+        read_table(nulls_table, filters=[])
 
 
 def test_rows_are_filtered_on_columns_not_returned(nulls_table):
-    got = hoodie.read_table(nulls_table, filters=[("y", "=", 2025), ("d", ">", datetime.date(2023, 1, 1))],
+    got = read_table(nulls_table, filters=[("y", "=", 2025), ("d", ">", datetime.date(2023, 1, 1))],
                             columns=["k"])
     assert got.to_pylist() == [{"k": 4}]
-    assert hoodie.read_table(nulls_table, filters=pc.field("m") == "", columns=["k"]).to_pylist() == [{"k": 2}]
+    assert read_table(nulls_table, filters=pc.field("m") == "", columns=["k"]).to_pylist() == [{"k": 2}]
 
 
 # -- file skipping from column statistics -----------------------------------------------------------------------

@@ -27,8 +27,9 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import FIXTURES, LOG_FILES, TABLE_ZIPS
 
+from hudi_streaming import read_table
 from hudi_streaming.errors import CorruptFileError, HudiStreamingError, OptionError, UnsupportedTableError
-from hudi_streaming.hoodie import HudiTable, read_table
+from hudi_streaming.hoodie import HudiTable
 from hudi_streaming.hoodie.fs_view import FileSystemView
 from hudi_streaming.hoodie.logfile.blocks import DeleteRecords, decode_data_block, decode_delete_block, read_hfile_cells
 from hudi_streaming.hoodie.logfile.format import (

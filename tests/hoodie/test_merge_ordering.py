@@ -64,7 +64,7 @@ import pyarrow as pa
 import pytest
 from hudi import HudiReadOptions, HudiTableBuilder  # hudi-rs, the 'test' extra
 
-from hudi_streaming import hoodie
+from hudi_streaming import read_table
 from hudi_streaming.errors import InvalidTableContentError, OptionError
 from hudi_streaming.hoodie.logfile.format import Ordering
 from hudi_streaming.writer import HudiWriter, create_table
@@ -339,7 +339,7 @@ def check(path: str, model: FileGroupModel, plans, cell: str, stage: str) -> Non
     there it must differ on the exhaustive logs (so that the entry goes once hudi-rs agrees), agree on base files
     alone, and is not compared on the sparse last round, which may or may not meet the difference."""
     expected = model.snapshot()
-    wrong = differences(state(hoodie.read_table(path, columns=["k", "o", "v", "_hoodie_commit_time"])), expected,
+    wrong = differences(state(read_table(path, columns=["k", "o", "v", "_hoodie_commit_time"])), expected,
                         plans)
     assert not wrong, f"{stage}: {len(wrong)} of {len(expected)} keys differ from the model\n" + "\n".join(wrong[:12])
     known = hudi_rs_differs(cell) and stage != "compacted"
@@ -412,7 +412,7 @@ def test_delete_ordering_value_the_field_cannot_hold_is_an_error(tmp_path, monke
     monkeypatch.setattr(HudiWriter, "delete_ordering_values", lambda self, d: [Decimal("1234.5")])
     w.delete(pa.table({"k": ["a"], "o": pa.array([Decimal("1.0")], pa.decimal128(3, 1))}))
     with pytest.raises(InvalidTableContentError, match=r"\.log\.1.*delete ordering values of 'o'.*decimal128\(3, 1\)"):
-        hoodie.read_table(path)
+        read_table(path)
 
 
 def test_delete_ordering_value_past_decimal_wrapper_is_refused(tmp_path):
@@ -423,7 +423,7 @@ def test_delete_ordering_value_past_decimal_wrapper_is_refused(tmp_path):
     w, schema = _decimal_table(path, 38, 10)
     big = Decimal("1234567890123456.5")  # 16 integer digits: fits decimal(38,10), not decimal(30,15)
     w.upsert(pa.Table.from_pylist([{"k": "a", "o": big, "v": "x"}], schema=schema))
-    before = hoodie.read_table(path, columns=["k", "o", "v"]).to_pylist()
+    before = read_table(path, columns=["k", "o", "v"]).to_pylist()
     with pytest.raises(OptionError, match="does not fit DecimalWrapper"):
         w.delete(pa.table({"k": ["a"], "o": pa.array([big + 1], pa.decimal128(38, 10))}))
-    assert hoodie.read_table(path, columns=["k", "o", "v"]).to_pylist() == before
+    assert read_table(path, columns=["k", "o", "v"]).to_pylist() == before

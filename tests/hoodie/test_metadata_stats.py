@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pytest
 from oracle.hudi_oracle.fixture import FOLDER, HudiFixture, fixture_names
 
-from hudi_streaming import hoodie
+from hudi_streaming import read_table
 from hudi_streaming.hoodie.filters import And, Compare, Filter, Or, pushed_filters
 from hudi_streaming.hoodie.fs_view import FileSlice
 from hudi_streaming.hoodie.metadata_stats import (
@@ -182,11 +182,11 @@ def test_skipping_holds_after_and_during_every_step(name, tmp_path):
 def test_filtered_reads_equal_the_read_then_filtered(name, tmp_path):
     """End to end through ``read_table(filters=)``: the rows equal those of the unfiltered read, filtered."""
     url = _materialize(name, tmp_path)
-    everything = hoodie.read_table(url)
+    everything = read_table(url)
     for dnf in ([("id", "<", 3)], [("id", "in", [0, 40])], [("name", ">=", "n5")], [("qty", ">", 400)],
                 [[("id", "=", 1)], [("region", "=", "c")]]):
         expected = everything.filter(pushed_filters(dnf, everything.schema, "test").expression)
-        got = hoodie.read_table(url, filters=dnf)
+        got = read_table(url, filters=dnf)
         assert sorted(map(repr, got.to_pylist())) == sorted(map(repr, expected.to_pylist())), dnf
 
 
@@ -230,7 +230,7 @@ def test_record_index_finds_each_key_where_the_table_holds_it(name, tmp_path):
     for key, group in sorted(where.items())[:8]:
         planned = plan_slices(table, filters=Compare(RECORD_KEY, "=", key), schema=schema)[0]
         assert [(s.partition, s.file_id) for s in planned] == [group]
-        got = hoodie.read_table(url, filters=[(RECORD_KEY, "=", key)])
+        got = read_table(url, filters=[(RECORD_KEY, "=", key)])
         assert got.to_pylist() == everything.filter(pc.field(RECORD_KEY) == key).to_pylist()
     keys = sorted(where)[:3]
     planned = plan_slices(table, filters=Compare(RECORD_KEY, "in", (*keys, "no such key")), schema=schema)[0]

@@ -35,7 +35,7 @@ import pytest
 from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
 from support.hudi_rs import assert_same_as_hudi_rs, rs_table
 
-from hudi_streaming import hoodie
+from hudi_streaming import hoodie, read_table
 from hudi_streaming.errors import CorruptFileError
 from hudi_streaming.hoodie.logfile.format import BlockType, HeaderKey
 from hudi_streaming.hoodie.logfile.reader import iter_blocks
@@ -414,17 +414,17 @@ def check_archived_table(a: Archived) -> None:
     for t in archived_writes:
         assert archived.timeline.is_archived(t) and archived.timeline.is_committed(t), f"{what}: {t} not committed"
 
-    assert_same_table(hoodie.read_table(str(a.copy)), hoodie.read_table(str(a.original)), f"{what}: snapshot")
+    assert_same_table(read_table(str(a.copy)), read_table(str(a.original)), f"{what}: snapshot")
     for t in archived_writes:
-        assert_same_table(hoodie.read_table(str(a.copy), as_of=t), hoodie.read_table(str(a.original), as_of=t),
+        assert_same_table(read_table(str(a.copy), as_of=t), read_table(str(a.original), as_of=t),
                           f"{what}: snapshot as of archived {t}")
 
 
 def test_incremental_from_archive(archived: Archived) -> None:
     original, _ = archived.tables()
     for start, end in incremental_windows(original, len(archived.archived_writes())):
-        assert_same_table(hoodie.read_table(str(archived.copy), start=start, end=end),
-                          hoodie.read_table(str(archived.original), start=start, end=end),
+        assert_same_table(read_table(str(archived.copy), start=start, end=end),
+                          read_table(str(archived.original), start=start, end=end),
                           f"{archived.what}: incremental ({start}, {end}]")
 
 
@@ -459,16 +459,16 @@ def hudi_rs_windows(a: Archived) -> tuple[list, list]:
 def test_archived_table_matches_hudi_rs(archived: Archived) -> None:
     """hudi-rs reads the archived copy like ours reads the original where it needs no archived instant."""
     what = f"{archived.what}, hudi-rs"
-    latest = hoodie.read_table(str(archived.original))
+    latest = read_table(str(archived.original))
     assert_same_as_hudi_rs(latest, rs_read(archived.copy, HudiReadOptions()), f"{what}: snapshot")
     for t in archived.archived_writes():
-        assert_same_as_hudi_rs(hoodie.read_table(str(archived.original), as_of=t),
+        assert_same_as_hudi_rs(read_table(str(archived.original), as_of=t),
                                rs_read(archived.copy, HudiReadOptions().with_as_of_timestamp(t)),
                                f"{what}: as of archived {t}", latest=latest.schema)
     active, _ = hudi_rs_windows(archived)
     assert active, f"{what}: no window over active instants only"
     for start, end in active:
-        assert_same_as_hudi_rs(hoodie.read_table(str(archived.original), start=start, end=end),
+        assert_same_as_hudi_rs(read_table(str(archived.original), start=start, end=end),
                                rs_incremental(archived.copy, start, end), f"{what}: incremental ({start}, {end}]")
 
 
@@ -482,7 +482,7 @@ def test_incremental_from_archive_matches_hudi_rs(archived: Archived) -> None:
     """
     _, reaching = hudi_rs_windows(archived)
     for start, end in reaching:
-        want = hoodie.read_table(str(archived.original), start=start, end=end)
+        want = read_table(str(archived.original), start=start, end=end)
         got = rs_incremental(archived.copy, start, end)
         what = f"{archived.what}, hudi-rs: incremental ({start}, {end}]"
         if want.num_rows == got.num_rows:
@@ -632,12 +632,12 @@ def test_corrupt_lsm_history_is_not_read_for_active_instants(unzip_fixture, tmp_
     missing = "20260307162557587_20260307162606034_0.parquet"
     write_manifest(copy / ".hoodie/timeline/history", 1, [missing], file_len={missing: 1})
     first, *_, last = hoodie.HudiTable(str(src)).timeline.completed_writes()
-    assert_same_table(hoodie.read_table(str(copy)), hoodie.read_table(str(src)), "snapshot")
+    assert_same_table(read_table(str(copy)), read_table(str(src)), "snapshot")
     as_of = first.requested_time
-    assert_same_table(hoodie.read_table(str(copy), as_of=as_of), hoodie.read_table(str(src), as_of=as_of),
+    assert_same_table(read_table(str(copy), as_of=as_of), read_table(str(src), as_of=as_of),
                       "as of the first instant")
     window = {"start": first.completion_time, "end": last.completion_time}
-    assert_same_table(hoodie.read_table(str(copy), **window), hoodie.read_table(str(src), **window),
+    assert_same_table(read_table(str(copy), **window), read_table(str(src), **window),
                       "incremental over active instants")
     with pytest.raises(CorruptFileError, match="listed in the LSM manifest but missing"):
         hoodie.HudiTable(str(copy)).timeline.completed_writes(include_archived=True)
@@ -651,7 +651,7 @@ def test_corrupt_v6_archive_is_not_read_by_snapshots(unzip_fixture, tmp_path):
     path = corrupt_v6_archive(copy)
     table = hoodie.HudiTable(str(copy))
     assert all(table.timeline.is_committed(t) for t in archived.archived_writes())
-    assert_same_table(hoodie.read_table(str(copy)), hoodie.read_table(str(src)), "snapshot")
+    assert_same_table(read_table(str(copy)), read_table(str(src)), "snapshot")
     with pytest.raises(CorruptFileError, match=f"{path.name}@0: SCHEMA header is not an Avro schema"):
         table.timeline.completed_writes(include_archived=True)
 
@@ -666,4 +666,4 @@ def test_v8_snapshot_needs_the_archive_for_archived_log_files(unzip_fixture, tmp
     (name,) = json.loads((history / "manifest_1").read_text())["files"]
     (history / name["fileName"]).write_bytes(b"PAR1 not parquet PAR1")
     with pytest.raises(CorruptFileError, match=f"{name['fileName']}: unreadable LSM timeline file"):
-        hoodie.read_table(str(copy))
+        read_table(str(copy))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from test_timeline_archived import delete_active_files, lsm_row, oldest_instants, write_lsm_file, write_manifest
 
-from hudi_streaming import hoodie
+from hudi_streaming import read_table
 from hudi_streaming.cli.commands import main
 from hudi_streaming.errors import CorruptFileError, DataLossError, InvalidTableContentError
 from hudi_streaming.hoodie.config import load_table_config
@@ -263,14 +263,14 @@ def test_an_instant_older_than_the_active_timeline_but_not_archived_is_data_loss
 @pytest.mark.parametrize("content", [b"", b" \n\t\n"])
 def test_empty_metadata_of_an_instant_whose_files_exist_is_data_loss(content, unzip_fixture, tmp_path):
     table = _copy(unzip_fixture, V9, tmp_path / "t")
-    snapshot = hoodie.read_table(str(table))
+    snapshot = read_table(str(table))
     (table / ".hoodie" / "timeline" / f"{V9_INSTANT}_{V9_COMPLETED}.deltacommit").write_bytes(content)
     # the instant still counts as committed, so snapshots keep its rows (Hudi's file-system view does the same)
-    assert hoodie.read_table(str(table)).sort_by("_hoodie_record_key").equals(
+    assert read_table(str(table)).sort_by("_hoodie_record_key").equals(
         snapshot.sort_by("_hoodie_record_key"))
     expected = (f"{table}: instant {V9_INSTANT}'s commit metadata is empty but files {V9_LOG} carry its data")
     with pytest.raises(DataLossError) as e:
-        hoodie.read_table(str(table), start=V9_BEFORE, end=V9_COMPLETED)
+        read_table(str(table), start=V9_BEFORE, end=V9_COMPLETED)
     assert str(e.value).startswith(expected)
     with pytest.raises(DataLossError) as e:  # the stream, at the instant before it
         StreamMonitor(HudiTable(str(table)), MonitorOptions()).plan_next(
@@ -284,7 +284,7 @@ def test_empty_metadata_of_a_v6_instant_that_wrote_base_files_is_data_loss(unzip
     with pytest.raises(DataLossError, match=rf"instant {V6_FIRST}'s commit metadata is empty but files "
                                             rf"city=chennai/be2ddd3b-449a-4eda-b31d-7801310fc9d2-0_2-13-62_"
                                             rf"{V6_FIRST}\.parquet, .* carry its data"):
-        hoodie.read_table(str(table), start="20250618054700000", end=V6_FIRST)
+        read_table(str(table), start="20250618054700000", end=V6_FIRST)
 
 
 def test_empty_metadata_of_an_instant_without_files_is_an_empty_commit(unzip_fixture, tmp_path, caplog):
@@ -294,7 +294,7 @@ def test_empty_metadata_of_an_instant_without_files_is_an_empty_commit(unzip_fix
     (table / ".hoodie" / "timeline" / f"20260307162629000_{done}.deltacommit").write_bytes(b"")
     with caplog.at_level(logging.WARNING, logger="hudi_streaming.hoodie.read"):
         for _ in range(2):
-            assert hoodie.read_table(str(table), start="20260307162623353", end=done).num_rows == 0
+            assert read_table(str(table), start="20260307162623353", end=done).num_rows == 0
     assert [r.getMessage() for r in caplog.records] == [
         f"{table}: instant 20260307162629000's commit metadata is empty and no data file carries its time; read "
         "as an empty commit, as Hudi reads it"]

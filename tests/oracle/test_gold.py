@@ -1,4 +1,4 @@
-"""Every fixture table read by ``hoodie.read_table`` equals what Spark + Hudi returned (the gold outputs)."""
+"""Every fixture table read by ``hudi_streaming.read_table`` equals what Spark + Hudi returned (the gold outputs)."""
 from __future__ import annotations
 
 import csv
@@ -9,7 +9,7 @@ import pytest
 from conftest import FIXTURES, LOG_FILES, fixture_names
 from support.gold import assert_same_rows, read_gold
 
-from hudi_streaming import hoodie
+from hudi_streaming import read_table
 
 # Tables without gold output are still read by the codec and hudi-rs tests.
 NO_GOLD = {"mor_avro__table_hfile_log_block": "the zip has no gold output (HFile blocks belong to the metadata "
@@ -20,7 +20,7 @@ NO_GOLD = {"mor_avro__table_hfile_log_block": "the zip has no gold output (HFile
 @pytest.mark.parametrize("name", [n for n in fixture_names() if n not in NO_GOLD])
 def test_snapshot_equals_gold(name, unzip_fixture):
     fx = unzip_fixture(name)
-    ours = hoodie.read_table(str(fx.table))
+    ours = read_table(str(fx.table))
     assert_same_rows(ours, read_gold(fx.root / "gold_data"), f"{name} snapshot")
 
 
@@ -36,7 +36,7 @@ def _option_cases():
 @pytest.mark.parametrize("name,case", list(_option_cases()))
 def test_gold_options(name, case, unzip_fixture):
     fx = unzip_fixture(name)
-    ours = hoodie.read_table(str(fx.table), columns=case.get("projection"),
+    ours = read_table(str(fx.table), columns=case.get("projection"),
                              read_optimized=case.get("read_optimized", False),
                              start=case.get("start_timestamp"), end=case.get("end_timestamp"))
     assert_same_rows(ours, read_gold(fx.root / "gold_options" / case["name"]), f"{name} {case['name']}")
@@ -55,7 +55,7 @@ def _incremental_cases():
 @pytest.mark.parametrize("name,window,start,end", list(_incremental_cases()))
 def test_gold_incremental(name, window, start, end, unzip_fixture):
     fx = unzip_fixture(name)
-    ours = hoodie.read_table(str(fx.table), start=start, end=end)
+    ours = read_table(str(fx.table), start=start, end=end)
     assert_same_rows(ours, read_gold(fx.table / "gold_incremental" / window), f"{name} {window}")
 
 

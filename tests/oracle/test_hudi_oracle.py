@@ -18,7 +18,7 @@ from oracle.hudi_oracle.fixture import FOLDER, HudiFixture, fixture_names  # noq
 from oracle.hudi_oracle.matrix import configurations  # noqa: E402
 from support.gold import read_gold  # noqa: E402
 
-from hudi_streaming import hoodie
+from hudi_streaming import read_table
 
 README = REPO / "README.md"
 NAMES = fixture_names()
@@ -77,7 +77,7 @@ def test_listed_column_differences_are_exactly_as_described(name, tmp_path):
     """The columns left out of the comparisons above differ from Hudi's in the way the README says, and no other."""
     fx = fixture(name, tmp_path)
     last = len(fx.steps) - 1
-    ours = hoodie.read_table(str(fx.materialize(last, tmp_path / "table")))
+    ours = read_table(str(fx.materialize(last, tmp_path / "table")))
     hudi = read_gold(fx.gold(f"gold/{last}/snapshot"))
     for column, difference in COLUMNS[name].items():
         assert difference.check(ours, hudi, column) == []

@@ -177,10 +177,8 @@ def oracle(hudi_rs, name: str) -> HudiRs:
 
 
 def read_ours(fx_table: Path, **kw) -> pa.Table:
-    from hudi_streaming import (
-        hoodie,  # imported here so that the hudi-rs-only tests run even while our package fails to import
-    )
-    return hoodie.read_table(str(fx_table), **kw)
+    from hudi_streaming import read_table
+    return read_table(str(fx_table), **kw)
 
 
 # -- tests ------------------------------------------------------------------------------------------------------

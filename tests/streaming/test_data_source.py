@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 from support.gold import assert_same_rows, normalise_gold, read_gold
 
-from hudi_streaming import hoodie
+from hudi_streaming import read_table
 from hudi_streaming.writer import create_table, services
 
 pytestmark = pytest.mark.spark
@@ -37,7 +37,7 @@ def test_available_now_with_row_limit_delivers_the_snapshot_in_several_batches(s
     sizes = [len(got[b]) for b in sorted(got)]
     assert len(sizes) >= 3 and all(0 < n <= 4 for n in sizes), sizes
     keys = sorted(r["_hoodie_record_key"] for rows in got.values() for r in rows)
-    snapshot = hoodie.read_table(str(table))
+    snapshot = read_table(str(table))
     assert keys == sorted(snapshot.column("_hoodie_record_key").to_pylist())
     assert {r["_change_type"] for rows in got.values() for r in rows} == {"insert"}
     progress = q.lastProgress["sources"][0]
@@ -98,7 +98,7 @@ def test_a_catalog_table_streams_and_reads_with_its_definitions_options(spark, u
     """``CREATE TABLE ... USING hudi_streaming``: Spark's own table options (owner, location, provider) are
     accepted, the definition's options reach later reads, and a read's own options override them."""
     table = str(unzip_fixture(V9).table)
-    snapshot = sorted(hoodie.read_table(table).column("_hoodie_record_key").to_pylist())
+    snapshot = sorted(read_table(table).column("_hoodie_record_key").to_pylist())
     spark.sql(f"CREATE TABLE hudi_feed USING hudi_streaming OPTIONS (path '{table}', "
               f"stateLocation '{tmp_path}/defined_state', maxRowsPerTrigger '5')")
     try:
@@ -159,4 +159,4 @@ def test_a_rollback_reconciled_through_spark_leaves_an_upsert_sink_equal_to_the_
     services.rollback(writer, undone, "deltacommit")
     run()
     assert sink == {f"k{k}": 1 for k in range(10)}
-    assert sink == {r["key"]: r["ts"] for r in hoodie.read_table(table, columns=["key", "ts"]).to_pylist()}
+    assert sink == {r["key"]: r["ts"] for r in read_table(table, columns=["key", "ts"]).to_pylist()}

@@ -9,7 +9,7 @@ from support.reveal import TimelineReveal
 from support.stream_sim import make_reader, resume, run_batches
 from support.verify import _plain, state_differences
 
-from hudi_streaming import hoodie
+from hudi_streaming import hoodie, read_table
 
 V9 = "mor_avro__v9_txns_simple_meta"
 V6 = "mor_avro__v6_trips_8i3d"
@@ -58,7 +58,7 @@ def _apply(rows):
                                   "mor_avro__table_uncommitted_log_v6"])
 def test_earliest_then_increments_rebuild_the_table(name, unzip_fixture, tmp_path):
     table, rows = _followed_to_the_end(unzip_fixture, name, tmp_path, emitDeletes="true")
-    assert state_differences(_apply(rows), hoodie.read_table(str(table))) == []
+    assert state_differences(_apply(rows), read_table(str(table))) == []
 
 
 def test_latest_starts_after_the_current_instant(unzip_fixture, tmp_path):

@@ -16,7 +16,7 @@ from support.reveal import TimelineReveal
 from support.stream_sim import make_reader, resume, run_batches
 from support.verify import apply_upserts, state_differences
 
-from hudi_streaming import hoodie
+from hudi_streaming import hoodie, read_table
 from hudi_streaming.errors import DataLossError
 from hudi_streaming.writer import create_table
 
@@ -52,7 +52,7 @@ def test_max_instants_per_trigger_bounds_each_batch(tmp_path):
     batches = resume(reader)
     per_batch = [sorted({r["_hoodie_commit_time"] for r in b.to_pylist()}) for b in batches]
     assert per_batch == [instants[0:2], instants[2:4], instants[4:5]]
-    assert state_differences(apply_upserts(_rows(batches)), hoodie.read_table(table)) == []
+    assert state_differences(apply_upserts(_rows(batches)), read_table(table)) == []
 
 
 def test_max_bytes_per_trigger_admits_one_split_at_a_time(tmp_path):
@@ -63,7 +63,7 @@ def test_max_bytes_per_trigger_admits_one_split_at_a_time(tmp_path):
     groups = [{r["_hoodie_file_name"].split("_")[0] for r in b.to_pylist()} for b in batches]
     assert all(len(g) == 1 for g in groups) and len(batches) == len(hoodie.HudiTable(table).file_system_view()
                                                                      .latest_merged_slices())
-    assert state_differences(apply_upserts(_rows(batches)), hoodie.read_table(table)) == []
+    assert state_differences(apply_upserts(_rows(batches)), read_table(table)) == []
 
 
 @pytest.mark.parametrize("name", ["mor_avro__v9_txns_simple_meta", "mor_avro__v9_txns_simple_overwrite"])
@@ -79,7 +79,7 @@ def test_a_stream_behind_an_insert_overwrite_delivers_the_table(name, unzip_fixt
     batches = run_batches(reader)
     reveal.reveal_all()  # the stream was down while everything else completed
     batches += resume(reader)
-    assert state_differences(apply_upserts(_rows(batches)), hoodie.read_table(str(table))) == []
+    assert state_differences(apply_upserts(_rows(batches)), read_table(str(table))) == []
 
 
 @pytest.mark.parametrize("skip", [False, True])
@@ -110,8 +110,8 @@ def test_skip_insert_overwrite(skip, unzip_fixture, tmp_path):
         assert state_differences(apply_upserts(rows), before) == []
     else:
         assert Counter(r["_change_type"] for r in written_by_overwrite) == Counter(
-            {"insert": hoodie.read_table(str(table)).num_rows, "delete": before.num_rows})
-        assert state_differences(apply_upserts(rows), hoodie.read_table(str(table))) == []
+            {"insert": read_table(str(table)).num_rows, "delete": before.num_rows})
+        assert state_differences(apply_upserts(rows), read_table(str(table))) == []
 
 
 def _hudi_rs_snapshot(table: Path) -> pa.Table:

@@ -14,7 +14,7 @@ import pytest
 from support.reveal import TimelineReveal
 from support.stream_sim import make_reader, resume, run_batches
 
-from hudi_streaming import hoodie
+from hudi_streaming import read_table
 from hudi_streaming.errors import DataLossError, DeleteError, StateError
 
 V9 = "mor_avro__v9_txns_simple_meta"
@@ -125,7 +125,7 @@ def test_a_late_instant_is_delivered_and_counted(table, tmp_path):
     versions = [(k, t) for b in batches if b is not None for k, t in
                 zip(b.column("_hoodie_record_key").to_pylist(), b.column("_hoodie_commit_time").to_pylist())]
     assert len(versions) == len(set(versions))
-    table_keys = set(hoodie.read_table(str(table)).column("_hoodie_record_key").to_pylist())
+    table_keys = set(read_table(str(table)).column("_hoodie_record_key").to_pylist())
     assert table_keys <= {k for k, _ in versions}
 
 

@@ -26,7 +26,7 @@ import pytest
 from hudi import HudiReadOptions, HudiTableBuilder
 
 import hudi_streaming
-from hudi_streaming import hoodie
+from hudi_streaming import hoodie, read_table
 from hudi_streaming.hoodie.config import MergeMode, load_table_config
 from hudi_streaming.hoodie.fs_view import list_data_files
 from hudi_streaming.hoodie.logfile.blocks import decode_data_block
@@ -139,7 +139,7 @@ def to_schema(t: pa.Table | None, schema: pa.Schema) -> pa.Table:
 
 def assert_state(path: str, expected: dict, what: str, as_of: str | None = None, archived: bool = False) -> None:
     """Our reader and hudi-rs both return exactly ``expected`` (data columns and commit time)."""
-    ours = hoodie.read_table(path, as_of=as_of)
+    ours = read_table(path, as_of=as_of)
     columns = [c for c in ours.column_names if not c.startswith("_hoodie_") or c == "_hoodie_commit_time"]
     got = state_of(ours, columns, f"{what} (ours)")
     exp = {k: {c: v.get(c) for c in columns} for k, v in expected.items()}
@@ -418,7 +418,7 @@ def test_bad_arguments_raise_option_error(tmp_path):
                      lambda: w.archive(keep_active=0)):
         with pytest.raises(hudi_streaming.OptionError):
             bad_call()
-    assert hoodie.read_table(path).num_rows == 0
+    assert read_table(path).num_rows == 0
 
 
 def test_java_properties_escaping_round_trips():
@@ -514,7 +514,7 @@ def test_all_types_round_trip_through_base_files_and_logs(tmp_path):
     t1 = w.upsert(pa.Table.from_pylist(first, schema=schema))
     second = [row(i, "u") for i in (1, 4, 9)]
     t2 = w.upsert(pa.Table.from_pylist(second, schema=schema))
-    ours = hoodie.read_table(path)
+    ours = read_table(path)
     expected = {**{r["id"]: r for r in first}, **{r["id"]: r for r in second}}
     got = {r["id"]: {c: r[c] for c in schema.names} for r in ours.to_pylist()}
     for r in expected.values():  # Arrow hands maps back as key/value lists
@@ -538,13 +538,13 @@ def test_complex_keys_and_non_hive_partitions(tmp_path):
     assert cfg.merge_mode is MergeMode.COMMIT_TIME_ORDERING
     t1 = w.upsert(pa.table({"a": ["x", "", None], "b": [1, 2, 3], "y": [2024, 2024, 2025], "m": ["01", "02", None],
                             "v": [1.0, 2.0, 3.0]}, schema=schema))
-    t = hoodie.read_table(path)
+    t = read_table(path)
     assert sorted(zip(t.column("_hoodie_record_key").to_pylist(), t.column("_hoodie_partition_path").to_pylist())) \
         == [("a:__empty__,b:2", "2024/02"), ("a:__null__,b:3", "2025/__HIVE_DEFAULT_PARTITION__"),
             ("a:x,b:1", "2024/01")]
     w.upsert(pa.table({"a": ["x"], "b": [1], "y": [2024], "m": ["01"], "v": [7.0]}, schema=schema))
     w.delete(pa.table({"a": ["a"], "b": [9], "y": [1], "m": ["1"]}))  # unknown key: nothing to delete
-    t = hoodie.read_table(path)
+    t = read_table(path)
     assert sorted(t.column("v").to_pylist()) == [2.0, 3.0, 7.0]
     rs = to_schema(read_rs(path), t.schema)
     assert sorted(rs.column("v").to_pylist()) == [2.0, 3.0, 7.0]
@@ -713,7 +713,7 @@ def test_loadgen_command_line(tmp_path, capsys):
     assert main([path, "--keys", "50", "--batch", "10", "--commits", "4", "--compact-every", "2",
                  "--clean-every", "3", "--archive-every", "4", "--retain-commits", "2", "--keep-active", "2"]) == 0
     assert completed_steps(path) == 4
-    assert len(hoodie.read_table(path)) > 0
+    assert len(read_table(path)) > 0
 
 
 def test_index_deltas_fold_into_a_new_base(tmp_path, monkeypatch):
@@ -730,7 +730,7 @@ def test_index_deltas_fold_into_a_new_base(tmp_path, monkeypatch):
     restarted = HudiWriter.open(path)
     idx = restarted.index(hoodie.HudiTable(path))
     assert idx.instant == steps[-1].instant and idx.deltas == 1
-    assert set(hoodie.read_table(path).column("key").to_pylist()) == {gen.key_name(i) for i in gen.present}
+    assert set(read_table(path).column("key").to_pylist()) == {gen.key_name(i) for i in gen.present}
     assert set(idx.table.column("key").to_pylist()) >= {gen.key_name(i) for i in gen.present}
     assert all(p == "" for p in idx.table.column("partition").to_pylist())
 

@@ -37,11 +37,11 @@ from ..hoodie.deletes import Deletes
 from ..hoodie.logfile.blocks import decode_data_block, decode_delete_block
 from ..hoodie.logfile.format import MAGIC, BlockType, HeaderKey, parse_log_file_name
 from ..hoodie.logfile.reader import iter_blocks
-from ..hoodie.read import read_table
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import Action, TimelineEntry
-from ..monitor.feed import ChangeFeed, read_changes
+from ..monitor.feed import ChangeFeed
 from ..monitor.monitor import MonitorOptions, StreamMonitor
+from ..read import read_changes, read_table
 from ..state import StateStore
 from ..state.row_rules import describe
 from ..state.spark_checkpoint import committed_offset

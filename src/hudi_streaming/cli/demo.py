@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pyspark is imported only when the demo runs
 
 def run_demo(workdir: str | None = None, commits: int = 12, keys: int = 400, out: TextIO = sys.stdout) -> bool:
     """Run the demo; returns True when the streamed state equals the table (prints a report to ``out``)."""
-    from .. import hoodie
+    from .. import hoodie, read_table
     from ..writer.loadgen import LoadGenerator
     from .local_spark import local_spark
 
@@ -75,7 +75,7 @@ def run_demo(workdir: str | None = None, commits: int = 12, keys: int = 400, out
                 break
             time.sleep(1)
         query.stop()
-        snapshot = {r["_hoodie_record_key"]: r for r in hoodie.read_table(table).to_pylist()}
+        snapshot = {r["_hoodie_record_key"]: r for r in read_table(table).to_pylist()}
         same_keys = set(snapshot) == set(state)
         same_values = same_keys and all(state[k]["amount"] == snapshot[k]["amount"] and
                                         state[k]["_hoodie_commit_time"] == snapshot[k]["_hoodie_commit_time"]

@@ -126,9 +126,15 @@ class RecordIndex:
         """From the latest snapshot's meta columns (base rows name their file, log rows their file id)."""
         if instant is None:
             return cls(None, None)
-        from ..hoodie.read import read_table  # late: read imports the whole reader
-        t = read_table(url, columns=["_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"],
-                       storage_options=storage_options)
+        from ..hoodie.read import plan_slices, read_schema  # late: they import the whole reader
+        from ..hoodie.slice_reader import SliceRead, read_slice
+        from ..hoodie.table import HudiTable
+
+        snapshot = HudiTable(url, storage_options)
+        slices, latest, _ = plan_slices(snapshot)
+        columns = ["_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"]
+        req = SliceRead(snapshot, read_schema(snapshot, snapshot.arrow_schema(), columns, False), latest)
+        t = pa.concat_tables([read_slice(req, s) for s in slices]) if slices else req.schema.empty_table()
         names = t.column("_hoodie_file_name").combine_chunks()
         file_ids = pc.list_element(pc.split_pattern(names, "_", max_splits=1), 0)
         table = pa.table({"partition": pc.cast(t.column("_hoodie_partition_path"), pa.string()),

@@ -23,7 +23,7 @@ from support.gold import assert_same_rows, read_gold
 from support.stream_sim import make_reader, run_batches
 from support.verify import apply_upserts, state_differences
 
-from hudi_streaming import hoodie
+from hudi_streaming import read_table
 from hudi_streaming.hoodie.table import HudiTable
 
 #: meta columns whose values legitimately differ between a replayed stream and a snapshot: the stream skips
@@ -55,9 +55,9 @@ def snapshot_and_incremental(fx: HudiFixture, table: Path, ignore: tuple[str, ..
             what = f"step {k} {g['kind']} {g['dir'].split('/')[-1]}"
             try:
                 if g["kind"] == "snapshot":
-                    ours = hoodie.read_table(str(table))
+                    ours = read_table(str(table))
                 else:
-                    ours = hoodie.read_table(str(table), start=g["start"], end=g["end"])
+                    ours = read_table(str(table), start=g["start"], end=g["end"])
                 assert_same_rows(_without(ours, ignore), _without(read_gold(fx.gold(g["dir"])), ignore), what)
             except Exception as exc:  # noqa: BLE001 - every difference is reported, not only the first
                 out.append(f"{what}: {_first_line(exc)}")

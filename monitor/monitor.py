@@ -23,7 +23,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict
 
 from ..errors import DataLossError
 from ..hoodie.fs_view import FileSlice, FileSystemView
@@ -40,10 +39,9 @@ log = logging.getLogger(__name__)
 
 
 
-class Cursor(BaseModel):
+@dataclass(frozen=True)
+class Cursor:
     """The last issued instant: its requested time and (v8/v9) completion time."""
-
-    model_config = ConfigDict(frozen=True)
 
     requested: str
     completion: str | None = None

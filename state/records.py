@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,7 +25,6 @@ from ..hoodie.logfile.format import parse_log_file_name
 from ..hoodie.split import Split
 from ..monitor import Cursor
 
-_M = TypeVar("_M", bound=BaseModel)
 _T = TypeVar("_T")
 
 
@@ -295,20 +294,27 @@ def _check_mapped() -> None:
 _MAPPED_CLASSES: set[tuple[type, ...]] = set()
 
 
-def _exact(target: type[_M], source: BaseModel, **values: Any) -> _M:
+def _exact(target: type[_T], source: object, **values: Any) -> _T:
     """``target(**values)``, refused unless ``values`` sets every field of ``target`` and ``source``'s class has as
     many fields: the mapping is one to one, and the planner's models ignore unknown keyword arguments and default
     missing ones, so a field renamed, added or removed on one side only would otherwise vanish silently. Each
     converter always passes the same names, so a pair of classes is checked once (a load converts every split)."""
     pair = (target, type(source))
     if pair not in _MAPPED:
-        fields, source_fields = target.model_fields, type(source).model_fields
-        if values.keys() != fields.keys() or len(source_fields) != len(values):
+        fields, source_fields = _field_names(target), _field_names(type(source))
+        if set(values) != set(fields) or len(source_fields) != len(values):
             raise StateError(f"state/records.py: {type(source).__name__} ({', '.join(source_fields)}) does not map "
                              f"one to one onto {target.__name__} ({', '.join(fields)}); map the changed field in its "
                              "converter")
         _MAPPED.add(pair)
     return target(**values)
+
+
+def _field_names(cls: type) -> list[str]:
+    """A record's (pydantic) or an in-memory class's (dataclass) field names."""
+    if dataclasses.is_dataclass(cls):
+        return [f.name for f in dataclasses.fields(cls)]
+    return list(cast(type[BaseModel], cls).model_fields)
 
 
 #: (target, source class) pairs whose converter was found to map one to one

@@ -32,9 +32,10 @@ import json
 import logging
 import re
 import uuid
+from dataclasses import dataclass, field
 from typing import TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .._faults import fault_point
 from ..errors import StateError, StoreError
@@ -65,16 +66,19 @@ _SEGMENT = re.compile(r"^splits-\d{12}-\d{12}(-[0-9a-f]{12})?\.json$")
 _R = TypeVar("_R", bound=BaseModel)
 
 
-class StreamState(BaseModel):
+@dataclass
+class StreamState:
+    """The stream's checkpoint in memory (its files' records: ``records``)."""
+
     table_url: str
     table_name: str
     #: who this state belongs to: every offset the source returns carries it (``sid``)
-    stream_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    stream_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     cursor: Cursor | None = None  # last instant planned
     started: bool = False  # the start position (snapshot / latest / instant) has been planned
     next_seq: int = 0
     next_round: int = 0
-    splits: list[PlannedSplit] = []
+    splits: list[PlannedSplit] = field(default_factory=list)
     committed_seq: int = 0  # splits below this are delivered and pruned
     #: v8/v9: requested → completion time of the completed writes still in the active timeline that the stream
     #: has accounted for (planned, or covered by its start); None: not tracked yet (v6, or a format-1/2 state)

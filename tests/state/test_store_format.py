@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from dataclasses import MISSING, dataclass, field, fields, make_dataclass
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -228,9 +228,9 @@ def test_format1_splits_written_before_replaced_by_and_prior_existed_read_as_non
     _edit(folder, "state-000000000002.json", drop)
     assert "replaced_by" not in json.loads((folder / "state-000000000002.json").read_bytes())["state"]["splits"][0][
         "split"]
-    fresh_identity = {"stream_id"}  # formats 1 and 2 name no stream: each load gives the state a new identity
-    assert StateStore(str(folder)).load(URL, NAME).model_dump(exclude=fresh_identity) == \
-        StateStore(str(STATE / "format1")).load(URL, NAME).model_dump(exclude=fresh_identity)
+    # formats 1 and 2 name no stream: each load gives the state a new identity
+    assert replace(StateStore(str(folder)).load(URL, NAME), stream_id="") == \
+        replace(StateStore(str(STATE / "format1")).load(URL, NAME), stream_id="")
 
 
 #: the format layer's Split with ``est_rows`` renamed: the serialisation's ``est_rows`` no longer maps onto it

@@ -227,9 +227,7 @@ def test_impossible_files_record_names_its_file(key, record, words):
 def test_python_reads_take_the_option(built, api, monkeypatch):
     """``read_table`` and ``read_changes`` take ``metadata_enable`` (Hudi's ``hoodie.metadata.enable``): the same
     rows either way, listed from the store when False."""
-    import importlib
-    module = importlib.import_module("hudi_streaming.hoodie.read" if api == "read_table"
-                                     else "hudi_streaming.monitor.feed")
+    from hudi_streaming import read as module  # where both are defined
     made: list[HudiTable] = []
 
     class Recording(HudiTable):

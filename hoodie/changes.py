@@ -21,7 +21,7 @@ from dataclasses import replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DataLossError, DeleteError
+from ..errors import DataLossError, DeleteError, StateError
 from .commit_clock import CommitClock, commit_clock, commit_stamper
 from .deletes import Deletes
 from .feed_schema import (
@@ -115,7 +115,7 @@ def change_pieces(table: HudiTable, rng: Split, schema: pa.Schema, columns: pa.S
 def _given_deletes(table: HudiTable, rng: Split, schema: pa.Schema, deletes: Deletes, given: pa.Table | None
                    ) -> Iterator[pa.Table]:
     if given is None:
-        raise ValueError(f"{rng.where}: the rows {rng.rows} it delivers were not given")
+        raise StateError(f"{rng.where}: the rows {rng.rows} it delivers were not given")
     if deletes is not Deletes.IGNORE:
         yield _checked(table, rng, _with_kind(given, DELETE, schema), deletes)
 

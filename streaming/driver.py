@@ -359,7 +359,7 @@ class StreamDriver:
             st.splits = [p for p in st.splits if p.seq >= e_seq]
             st.committed_seq = e_seq
             self.store.save(st)
-            oldest = self.table.timeline.active.first_write_time()
+            oldest = self.table.timeline.active.first_write_time() if self.keys is not None else None
             if self.keys is not None and oldest is not None:  # what no rewind can undo any more
                 self.keys.prune(oldest)
 

@@ -80,7 +80,10 @@ def _read_task(o: SourceOptions, partition: FileGroupPartition, target: pa.Schem
     """A task's record batches, as ``target`` (the query's schema), in the options' read mode; with
     ``onRewind=reconcile``, the keys of what it delivers recorded in the stream's state folder."""
     table = _task_table(o, partition)
-    ledger = KeyLedger(o.state_location, o.storage or None) if o.state_location else None
+    # the state folder's store is opened only by a task that records keys or reads a reconcile's rows
+    ledger = KeyLedger(o.state_location, o.storage or None) \
+        if o.state_location and (o.on_rewind is OnRewind.RECONCILE or any(r.split.rows for r in partition.ranges)) \
+        else None
 
     def read(ranges: list[SplitRange]) -> Iterator[pa.RecordBatch]:
         return consume(table, ranges, target, partition.columns, target, deletes=o.deletes,

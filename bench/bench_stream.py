@@ -94,7 +94,7 @@ def bare_batches(path: str, arrow_schema, change_type: bool):
         yield batch
 
 
-def _bare_source(files: list[str], name: str, change_type: bool):
+def bare_source(files: list[str], name: str, change_type: bool):
     """A streaming source that yields the base files' parquet batches and nothing else (one batch, one task a
     file); with ``change_type``, also the stream's ``_change_type`` column: the rows the stream delivers, without
     reading a log or merging anything."""
@@ -224,8 +224,8 @@ def main() -> None:
         took = time.perf_counter() - t0
         return took, args.rows, took
 
-    spark.dataSource.register(_bare_source(base_files, "bare_parquet", change_type=False))
-    spark.dataSource.register(_bare_source(base_files, "bare_parquet_kinds", change_type=True))
+    spark.dataSource.register(bare_source(base_files, "bare_parquet", change_type=False))
+    spark.dataSource.register(bare_source(base_files, "bare_parquet_kinds", change_type=True))
     runs = {"spark.read.parquet (base files)": parquet_run,
             BARE_BASE: lambda i: stream_run("bare_parquet", i),
             BARE: lambda i: stream_run("bare_parquet_kinds", i),

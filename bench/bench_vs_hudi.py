@@ -34,6 +34,12 @@ query merges the range; ours is in upsert mode), so the row counts must agree; t
    summed RSS (every 0.25 s) is printed beside it, split the same way. The throughput runs' PSS peaks make the
    ratio, the latency runs' are printed.
 
+4. The floor (throughput phase): the same job with a bare Python streaming source on PySpark 4.3
+   (``hudi_peer_job.py --source bare``: the base files' Arrow batches with a ``_change_type`` column, nothing
+   else): what any Python source pays there in time to the first batch and memory — PySpark's worker processes
+   per role, the JVM — before it reads a log or merges a row. Hudi's ÷ the floor says how close a Python source
+   can come to Hudi's on those two; ours ÷ the floor, how much of the rest is ours.
+
 The machine's load average is printed around each run. Ends with one line, each ratio above 1.0 when ours is
 better: rows/s ours ÷ Hudi's, the others Hudi's ÷ ours. Targets: our rows/s ≥ Hudi's, our p99 latency ≤
 Hudi's (PASS/FAIL). A job that fails — either source's reader in either phase, or Hudi's writer of the latency
@@ -67,7 +73,8 @@ from env import OracleEnv, ensure  # noqa: E402  Hudi's own environment (PySpark
 
 HUDI = "1.2"  # the bundle that writes and reads (table version 9)
 DRIVER_MEMORY = "3g"  # the oracle session's spark.driver.memory (writer_job.session); ours gets the same
-SOURCES = {"hudi": "Hudi's source", "ours": "ours"}  # run in this order, named so in the report
+SOURCES = {"hudi": "Hudi's source", "ours": "ours", "bare": "a bare Python source"}  # run in this order
+PEERS = ("hudi", "ours")  # the two compared in every phase; "bare" is the throughput phase's floor
 
 
 class JobFailed(RuntimeError):
@@ -386,11 +393,23 @@ def report(a, table_info: str, tp: dict[str, Result], lat: dict[str, Result], fa
         hp99, op99 = pct(hl["lat"], 99), pct(ol["lat"], 99)
         print(f"target: our p99 latency <= Hudi's: {op99:.3f} s vs {hp99:.3f} s {verdict(op99 <= hp99)}")
         p50, p99 = ratio(pct(hl["lat"], 50), pct(ol["lat"], 50)), ratio(hp99, op99)
+    fl = tp.get("bare")
+    if fl:
+        roles = ", ".join(f"{role} {split(fl['split_pss'], role)}" for role in sorted(fl["split_pss"]))
+        print(f"floor, {SOURCES['bare']} on PySpark {fl['spark']} (the base files' batches, nothing else): first "
+              f"batch {fl['first']:.2f} s ({fl['trigger']:.2f} s before the first trigger), peak PSS "
+              f"{fl['pss'] / MIB:,.0f} MiB ({roles})")
+        if h and o:
+            print(f"  Hudi's / floor: first batch {ratio(h['first'], fl['first'])}, memory "
+                  f"{ratio(h['pss'], fl['pss'])}; floor / ours: first batch {ratio(fl['first'], o['first'])}, "
+                  f"memory {ratio(fl['pss'], o['pss'])}")
     first = ratio(h["first"], o["first"]) if h and o else "n/a"
     memory = ratio(h["pss"], o["pss"]) if h and o else "n/a"
     failed = "".join(f"; {SOURCES[f.source]} failed in {f.phase} after {f.seconds:.0f} s: {f.error}" for f in failures)
+    floor = (f" (a bare Python source: first batch {ratio(h['first'], fl['first'])}, memory "
+             f"{ratio(h['pss'], fl['pss'])})" if h and fl else "")
     print(f"vs hudi: rows/s {speed:.2f}x, first batch {first}, latency p50 {p50} p99 {p99}, "
-          f"memory (PSS) {memory}{failed}")
+          f"memory (PSS) {memory}{floor}{failed}")
     bad = failures or (h and o and h["rows"] != o["rows"]) or any(v and v["missing"] for v in lat.values())
     return 1 if bad else 0
 
@@ -421,7 +440,7 @@ def main() -> int:
                       f"(load {t['load'][1]})",
                       flush=True)
         if not a.skip_latency:
-            for source in SOURCES:
+            for source in PEERS:
                 v = lat[source] = attempt("latency", source, lambda s: latency(jobs, s, table, work, a), failures)
                 if v:
                     print(f"latency {source}: {v['commits']} commits, p50 {late(v, 'lat', 50):.3f} s "

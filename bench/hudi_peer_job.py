@@ -12,8 +12,11 @@ Standard library only at import: the file runs under two interpreters that never
 * ``stream`` is the reader: ``--source hudi`` is ``spark.readStream.format("hudi")`` in the oracle environment
   (the same session as the writer's); ``--source ours`` is ``format("hudi_streaming")`` in the project's
   environment (PySpark 4.3, ``local_spark`` with the same driver memory, passed in ``PYSPARK_SUBMIT_ARGS`` by
-  the caller). Both start from ``hoodie.datasource.streaming.startOffset`` (Hudi's option; ours accepts it),
-  run on ``local[2]`` into a ``foreachBatch`` sink, and write one JSON line per batch to ``--out``.
+  the caller); ``--source bare`` is the floor of any Python source on that Spark: ``bench_stream.bare_source``,
+  registered in the same session as ours, which yields the table's base files' Arrow batches (with a
+  ``_change_type`` column) and does nothing else — no log, no merge, no state (throughput only). Hudi's and
+  ours start from ``hoodie.datasource.streaming.startOffset`` (Hudi's option; ours accepts it); all run on
+  ``local[2]`` into a ``foreachBatch`` sink, and write one JSON line per batch to ``--out``.
   ``--mode throughput``: Trigger.AvailableNow; the sink writes every column to Spark's ``noop`` sink and counts
   the rows with an ``Observation``. ``--mode latency``: the default trigger until the file ``--stop`` exists;
   the sink collects each row's ``_hoodie_commit_time`` and notes when it has them. The last line holds Spark's
@@ -140,6 +143,14 @@ def stream_main(a) -> None:
     else:
         from hudi_streaming.cli.local_spark import local_spark
         spark, fmt = local_spark("bench-vs-hudi"), "hudi_streaming"
+    if a.source == "bare":
+        import bench_stream  # bench/: PySpark 4.3 only, imported here
+        from pyspark import cloudpickle
+
+        cloudpickle.register_pickle_by_value(bench_stream)  # Spark's Python workers have no bench/ on their path
+        fmt = "bare_parquet"
+        files = sorted(str(p) for p in Path(a.table).rglob("*.parquet") if ".hoodie" not in p.parts)
+        spark.dataSource.register(bench_stream.bare_source(files, fmt, change_type=True))
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
     out = open(a.out, "w", buffering=1)
     work = Path(a.work)
@@ -196,7 +207,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0, help="load: timed phase (s)")
     ap.add_argument("--warmup", type=int, default=3, help="load: warm-up upserts first (1 s apart)")
     ap.add_argument("--log", help="load: commit log (JSON lines)")
-    ap.add_argument("--source", choices=["hudi", "ours"], help="stream: which streaming source")
+    ap.add_argument("--source", choices=["hudi", "ours", "bare"], help="stream: which streaming source")
     ap.add_argument("--mode", choices=["throughput", "latency"], default="throughput")
     ap.add_argument("--start", default="earliest", help="stream: hoodie.datasource.streaming.startOffset")
     ap.add_argument("--work", help="stream: folder for the checkpoint (and our state)")

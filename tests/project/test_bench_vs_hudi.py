@@ -111,3 +111,16 @@ def test_the_memory_split_tells_a_worker_daemon_from_the_workers_it_forks():
     assert roles == {1: "Python driver", 2: "JVM (driver + executors)", 3: "Python tasks daemon",
                      4: "Python tasks workers", 5: "Python lookup daemon", 6: "Python lookup workers",
                      7: "Python source runner"}
+
+
+def test_the_floor_prints_beside_the_peers_and_in_the_last_line(capsys):
+    """The bare Python source's throughput run is the floor: its first batch and memory print against Hudi's and
+    ours, and the last line carries Hudi's ÷ the floor; it never runs in the latency phase."""
+    floor = {**ours(), "first": 1.75, "pss": 1400 << 20}
+    status = bench.report(Namespace(rows=1000), "a table", {"hudi": ours(), "ours": ours(), "bare": floor}, {}, [])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert status == 0
+    assert lines[-1].endswith("memory (PSS) 1.00x (a bare Python source: first batch 2.00x, memory 0.50x)")
+    [detail] = [line for line in lines if line.startswith("  Hudi's / floor:")]
+    assert detail == "  Hudi's / floor: first batch 2.00x, memory 0.50x; floor / ours: first batch 0.50x, memory 2.00x"
+    assert "bare" not in bench.PEERS and set(bench.PEERS) < set(bench.SOURCES)

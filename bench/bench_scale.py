@@ -26,7 +26,7 @@ per batch, the source runner's peak RSS, against ``spark.read.parquet``, Hudi's 
 (``scale_hudi.py`` says how each is measured).
 
     python bench/bench_scale.py --hudi                      # 100 and 1,000 partitions, local and S3
-    python bench/bench_scale.py --hudi --sizes 1000,10000   # a bigger machine
+    python bench/bench_scale.py --hudi --sizes 100,1000,10000 --s3-available-now-max 1000 --hudi-warm-reads 0
 """
 from __future__ import annotations
 
@@ -110,12 +110,17 @@ def main() -> None:
     ap.add_argument("--sizes", default="100,1000", help="--hudi: partition counts of the tables, comma-separated")
     ap.add_argument("--latency", type=float, default=0.04, help="--hudi: seconds the S3 proxy adds per request")
     ap.add_argument("--skip-s3", action="store_true", help="--hudi: local only")
+    ap.add_argument("--s3-available-now-max", type=int, metavar="PARTITIONS",
+                    help="--hudi: the S3 AvailableNow query only up to this many partitions (first batch at all)")
+    ap.add_argument("--hudi-warm-reads", type=int, default=1,
+                    help="--hudi: warm reads of Hudi's snapshot read after the cold one (0: the cold one counts)")
     args = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if args.hudi:
         from scale_hudi import run  # bench/
 
-        run(sorted(int(n) for n in args.sizes.split(",")), args.latency, args.skip_s3, args.keep)
+        run(sorted(int(n) for n in args.sizes.split(",")), args.latency, args.skip_s3, args.keep,
+            s3_full_max=args.s3_available_now_max, hudi_warm=args.hudi_warm_reads)
         return
     work = Path(args.keep or tempfile.mkdtemp(prefix="bench-scale-"))
     table = work / "table"

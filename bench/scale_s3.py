@@ -28,6 +28,7 @@ from support.s3_fault_proxy import FaultProxy  # noqa: E402
 from support.s3_server import BUCKET, S3Server  # noqa: E402
 
 LATENCY = 0.040  # seconds added to every request: a real object store's first-byte latency
+UPLOAD_CHUNK = 500  # files per concurrent upload call (see SlowStore.upload)
 
 
 class LatencyProxy(FaultProxy):
@@ -62,10 +63,14 @@ class SlowStore:
 
     def upload(self, folder: Path, name: str) -> str:
         """``folder`` as ``s3://…/name`` (hidden files included, the local file system's ``.crc`` checksums left
-        out: an object store has none), uploaded past the proxy in one concurrent ``pipe``."""
+        out: an object store has none), uploaded past the proxy in concurrent ``pipe`` calls of
+        :data:`UPLOAD_CHUNK` files each: moto keeps every object in this process's memory, so the bytes being
+        sent are held once more only a chunk at a time (a 10,000-partition table is ~4 GiB)."""
         fs = fsspec.filesystem("s3", skip_instance_cache=True, **self.server.storage_options)
-        fs.pipe({f"{BUCKET}/{name}/{p.relative_to(folder).as_posix()}": p.read_bytes()
-                 for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix != ".crc"})
+        files = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix != ".crc"]
+        for i in range(0, len(files), UPLOAD_CHUNK):
+            fs.pipe({f"{BUCKET}/{name}/{p.relative_to(folder).as_posix()}": p.read_bytes()
+                     for p in files[i:i + UPLOAD_CHUNK]})
         return self.server.url(name)
 
     def stop(self) -> None:

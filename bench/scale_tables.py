@@ -95,7 +95,7 @@ def _run_job(oracle, log: Path, *args: str, timeout: float) -> dict:
     return json.loads([line for line in text.splitlines() if line.startswith("{")][-1])
 
 
-def hudi_table(oracle, partitions: int, rows: int, timeout: float = 3600) -> Path:
+def hudi_table(oracle, partitions: int, rows: int, timeout: float = 4 * 3600) -> Path:
     """Hudi's table of ``partitions`` × ``rows`` (see the module docstring), written once and kept in
     :func:`cache_folder`; a kept table of other parameters is written again."""
     folder = cache_folder(partitions)

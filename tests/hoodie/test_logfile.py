@@ -30,7 +30,7 @@ from conftest import FIXTURES, LOG_FILES, TABLE_ZIPS
 from hudi_streaming import read_table
 from hudi_streaming.errors import CorruptFileError, HudiStreamingError, OptionError, UnsupportedTableError
 from hudi_streaming.hoodie import HudiTable
-from hudi_streaming.hoodie.fs_view import FileSystemView
+from hudi_streaming.hoodie.fs_view import FileSystemView, parse_log_file
 from hudi_streaming.hoodie.logfile.blocks import DeleteRecords, decode_data_block, decode_delete_block, read_hfile_cells
 from hudi_streaming.hoodie.logfile.format import (
     DELETE_RECORD_LIST_SCHEMA,
@@ -52,7 +52,7 @@ from hudi_streaming.hoodie.logfile.writer import (
     encode_parquet_data_block,
     encode_rollback_block,
 )
-from hudi_streaming.hoodie.storage import Storage
+from hudi_streaming.hoodie.storage import FileInfo, Storage
 
 SPEC = FIXTURES / "avro"
 INSTANT = re.compile(r"^\d{17}$")
@@ -912,3 +912,13 @@ def test_log_file_sort_key_is_hudis_comparator():
     ]
     with pytest.raises(ValueError):
         log_file_sort_key("base.parquet")
+
+
+def test_a_views_log_file_sorts_by_its_names_key():
+    """``LogFile.sort_key`` reads the fields parsed out of the name: the same order as the name's key."""
+    names = [".f_20240101000000002.log.1_0-1-1", ".f_20240101000000001.log.10_0-1-1",
+             ".f_20240101000000001.log.2_2-1-1", ".f_20240101000000001.log.2_10-1-1", ".f_20240101000000001.log.2"]
+    for name in names:
+        lf = parse_log_file(FileInfo(f"p1/{name}", 1, None))
+        assert lf is not None and lf.sort_key() == log_file_sort_key(name), name
+    assert parse_log_file(FileInfo("p1/.f_20240101000000001.log.2_10-1-1.cdc", 1, None)) is None

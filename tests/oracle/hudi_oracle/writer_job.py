@@ -364,6 +364,14 @@ def describe(exc: BaseException) -> str:
     return " <- ".join(chain[:1] + chain[-2:] if len(chain) > 3 else chain)
 
 
+def scrubbed(text: str, places: dict[Path, str]) -> str:
+    """``text`` with the folders of the machine that wrote it named by role (``places``: folder → ``<out>`` …):
+    a manifest is committed with its zip, and Hudi's error texts and tracebacks name the files it wrote there."""
+    for folder, name in sorted(places.items(), key=lambda p: -len(str(p[0]))):  # the deepest folder first
+        text = text.replace(str(folder), name)
+    return text
+
+
 # ---- one configuration ----------------------------------------------------------------------------------------
 
 class Writer:
@@ -552,7 +560,9 @@ class Writer:
                 self.spark.sql(f"DROP TABLE IF EXISTS {self.cfg['name']}")
             except Exception as exc:  # noqa: BLE001
                 self.manifest["drop_table"] = describe(exc)
-        (self.work / "manifest.json").write_text(json.dumps(self.manifest, indent=1, default=str))
+        places = {self.work.parent: "<out>", self.work.parent.resolve(): "<out>", Path(__file__).resolve().parents[3]: "<repo>",
+                  Path(sys.prefix): "<oracle-venv>"}
+        (self.work / "manifest.json").write_text(scrubbed(json.dumps(self.manifest, indent=1, default=str), places))
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ In fresh Pythons (no Spark): the daemon's preload is what runs before ``pyspark.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -23,10 +24,13 @@ print(json.dumps(sorted(set(sys.modules) - before)))
 """
 
 READ_IN_A_FORKED_CHILD = """
-import os, sys, zipfile, tempfile, pathlib
+import gc, os, sys, zipfile, tempfile, pathlib
 from hudi_streaming.streaming import daemon
-daemon.preload("pyspark.worker")
+daemon.prepare("pyspark.worker")
 assert "polars" not in sys.modules
+import pyarrow as pa
+assert pa.default_memory_pool().backend_name == os.environ["EXPECTED_POOL"], pa.default_memory_pool().backend_name
+assert gc.get_freeze_count() > 10000, gc.get_freeze_count()  # the preload's objects, out of the collector's reach
 pid = os.fork()
 if pid == 0:  # what a forked task worker does: read rows (Arrow's threads, parquet), in the child
     sys.path.insert(0, sys.argv[2])
@@ -35,6 +39,7 @@ if pid == 0:  # what a forked task worker does: read rows (Arrow's threads, parq
     work = pathlib.Path(tempfile.mkdtemp())
     fx = HudiFixture(pathlib.Path(sys.argv[1]), work / "fx")
     rows = read_table(str(fx.materialize(len(fx.steps) - 1, work / "table"))).num_rows
+    gc.collect()
     os._exit(0 if rows > 0 else 3)
 _, status = os.waitpid(pid, 0)
 sys.exit(os.waitstatus_to_exitcode(status))
@@ -73,11 +78,28 @@ def test_the_one_worker_daemons_import_nothing_ahead():
         assert preloaded(worker) == []
 
 
-def test_a_worker_forked_after_the_preload_reads_a_table():
+@pytest.mark.parametrize("given, pool", [(None, "jemalloc"), ("system", "system")])
+def test_a_worker_forked_after_the_preload_reads_a_table(given, pool):
+    """The executors' daemon reads with Arrow's jemalloc pool unless the environment names one (then that one),
+    freezes the preload's objects, and a worker it forks then reads a table (and collects its garbage)."""
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    env["EXPECTED_POOL"] = pool
+    if given is not None:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = given
     proc = subprocess.run([sys.executable, "-c", READ_IN_A_FORKED_CHILD, str(FIXTURES / "hudi" / "mor_v9_basic.zip"),
                            str(FIXTURES.parent / "oracle" / "hudi_oracle")],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_the_one_worker_daemons_keep_arrows_default_pool():
+    """Only the executors' daemon chooses Arrow's pool: the planner roles' daemons leave the environment alone."""
+    code = ("import os; from hudi_streaming.streaming import daemon; "
+            "daemon.prepare('pyspark.sql.worker.plan_data_source_read'); "
+            "print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))")
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "None"
 
 
 @pytest.mark.slow

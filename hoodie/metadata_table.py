@@ -100,7 +100,7 @@ class MetadataPartition:
         view = FileSystemView(config, timeline, storage.list_dir(name))
         self.slices: list[FileSlice] = view.latest_merged_slices()
         self._readers: dict[str, HFileReader] = {}
-        self._logs: list[tuple[str, Any, str]] | None = None
+        self._logs: list[tuple[str, memoryview | None, Any, str]] | None = None
         self._siblings: dict[tuple[str, bool], MetadataPartition] = {}
 
     def sibling(self, name: str, *, record_names: bool = False) -> MetadataPartition:
@@ -127,22 +127,24 @@ class MetadataPartition:
     def _decode(self, value: memoryview, schema: Any, where: str) -> Any:
         return _decode(value, schema, where, self._record_names)
 
-    def _log_records(self) -> list[tuple[str, Any, str]]:
-        """Every counted log record of the latest slices, oldest first: ``(key, HoodieMetadataRecord, block)``,
-        with None for a key a DELETE block removes. Read once per index."""
+    def _log_records(self) -> list[tuple[str, memoryview | None, Any, str]]:
+        """Every counted log record of the latest slices, oldest first, undecoded: ``(key, its Avro bytes or None
+        for a key a DELETE block removes, the block's record schema, the block)``. Read once per index; a record
+        is decoded only when a query asks for its key (:meth:`records`): a poll asks for the few partitions its
+        instants wrote, and holding decoded records cost the driver ~2.4 KiB per partition of a wide table."""
         if self._logs is None:
-            out: list[tuple[str, Any, str]] = []
+            out: list[tuple[str, memoryview | None, Any, str]] = []
             for s in self.slices:
                 blocks = scan_blocks(self.storage, [(lf.path, lf.size) for lf in s.log_files], None, self._usable)
                 for block in blocks:
+                    where = block.where()
                     if block.type is BlockType.HFILE_DATA:
-                        schema = _schema(block.schema_json or "", block.where())
-                        out.extend((key, self._decode(value, schema, block.where()), block.where())
-                                   for key, value in read_hfile_cells(block))
+                        schema = _schema(block.schema_json or "", where)
+                        out.extend((key, value, schema, where) for key, value in read_hfile_cells(block))
                     elif block.type is BlockType.DELETE:
-                        out.extend((key, None, block.where()) for key in decode_delete_block(block).record_keys)
+                        out.extend((key, None, None, where) for key in decode_delete_block(block).record_keys)
                     else:
-                        raise CorruptFileError(f"{block.where()}: a {block.type.name} block in the metadata "
+                        raise CorruptFileError(f"{where}: a {block.type.name} block in the metadata "
                                                f"table's {self.name} partition (Hudi writes HFile and delete "
                                                "blocks)")
             self._logs = out
@@ -171,9 +173,9 @@ class MetadataPartition:
                 cells = reader.prefix((prefix or "").encode())
             for row, value in cells:
                 yield row.decode("utf-8", "replace"), self._decode(value, schema, reader.name), reader.name
-        for key, record, where in self._log_records():
+        for key, logged, log_schema, where in self._log_records():
             if match(key):
-                yield key, record, where
+                yield key, None if logged is None else self._decode(logged, log_schema, where), where
 
 
 class FilesIndex(MetadataPartition):

@@ -8,10 +8,8 @@ looks at raw property strings.
 from __future__ import annotations
 
 import enum
-import os
 import re
 import zlib
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,6 +17,7 @@ from ..errors import CorruptFileError, InvalidTableContentError, OptionError, Un
 from .base_file import FORMATS as BASE_FILE_FORMATS
 from .logfile.avro_arrow import record_schema_problem
 from .storage import Storage, safe_relpath
+from .zones import local_zone
 
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
 PROPERTIES_BACKUP = ".hoodie/hoodie.properties.backup"
@@ -335,24 +334,6 @@ def _refuse_unread_merge_properties(props: dict[str, str], partial_mode: str, wh
     if unread:
         raise UnsupportedTableError(f"{where}: merge property {unread[0]}={props[unread[0]]} is not supported (a "
                                     "merge rule this reader does not apply)")
-
-
-def is_zone(name: str) -> bool:
-    """Whether ``name`` is an IANA time zone name this machine knows (``Europe/Berlin``, ``UTC``)."""
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return False
-    return True
-
-
-def local_zone() -> str:
-    """This process's zone as an IANA name (``TZ``, else what ``/etc/localtime`` links to), UTC when neither
-    names one: tasks on other machines get the name, not this machine's offset."""
-    for name in (os.environ.get("TZ", "").lstrip(":"), os.path.realpath("/etc/localtime").partition("zoneinfo/")[2]):
-        if name and is_zone(name):
-            return name
-    return "UTC"
 
 
 def _folder(props: dict[str, str], key: str, default: str, where: str) -> str:

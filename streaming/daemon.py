@@ -44,7 +44,9 @@ from pyspark import daemon
 #: (pandas: pyarrow's first conversion of Python values imports it, where it is installed)
 PRELOAD = {
     "pyspark.worker": ("pyspark.worker", "pyarrow.parquet", "pyarrow.pandas_compat", "pandas",
-                       "fsspec.implementations.local", "hudi_streaming.streaming.source"),
+                       "fsspec.implementations.local", "hudi_streaming.streaming.source",
+                       # what ``source``'s task reading imports where it is used
+                       "hudi_streaming.streaming.consumer", "hudi_streaming.state.rewind_keys"),
 }
 
 

@@ -15,17 +15,20 @@ import enum
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import OptionError
-from ..hoodie.config import TableConfig, is_zone
 from ..hoodie.deletes import Deletes
-from ..state.row_rules import RowRules
+from ..hoodie.zones import is_zone
 from .packing import MAX_PARTITION_BYTES, OPEN_COST_IN_BYTES, Packing, default_parallelism
 from .storage_options import storage_options
+
+if TYPE_CHECKING:  # the planner's worker parses the options and reads no table: neither module loads there
+    from ..hoodie.config import TableConfig
+    from ..state.row_rules import RowRules
 
 
 class ReadMode(str, enum.Enum):
@@ -214,6 +217,8 @@ class SourceOptions(BaseModel):
 
     def row_rules(self) -> RowRules:
         """The options that decide which records a split yields, as the stream's state records them."""
+        from ..state.row_rules import RowRules  # the driver's: the state's records (and the planner's Cursor)
+
         return RowRules(read_mode=self.read_mode.value, deletes=self.deletes.value, merge_type=self.merge_type,
                         deduplication_mode=self.deduplication_mode,
                         carryover_ignore_columns=sorted(self.carryover_ignore_columns or ()), columns=self.columns)

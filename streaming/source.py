@@ -5,6 +5,12 @@ between PySpark's types and it. Offsets are described in ``offsets``. ``read()``
 the partition and this reader's constructor state, so both are small and picklable. The data source Spark looks
 up, which makes these readers, is ``data_source``'s (light at import: PySpark imports it in workers that read
 nothing).
+
+This module is light at import too, for the same reason: PySpark's planner worker imports it to make a stream
+reader and pickle it, and does nothing else with it (it was ~50 MiB of that worker's ~120 MiB RSS when this
+module imported the planning and reading stack). So the stack is imported by the methods that use it, in the
+processes that call them: the driver's (``driver``, offsets) in the source's runner, the readers' (``read``) in
+the tasks' workers, which the worker daemon preloads anyway (``daemon``).
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
@@ -30,17 +36,17 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..hoodie.commit_clock import CommitClock
-from ..hoodie.filters import And, Compare, Filter, PartitionPruner, negate
-from ..hoodie.table import HudiTable
-from ..hoodie.timeline import CommitCheck
-from ..state.rewind_keys import KeyLedger, KeyRecorder, identity_columns
-from .admission import BatchLimit
-from .batch_read import plan_batch_read
-from .consumer import SplitRange, consume
-from .driver import StreamDriver
-from .offsets import Offset, make_offset
 from .options import OnRewind, ReadMode, SourceOptions
+
+if TYPE_CHECKING:  # imported where used (the module's docstring says why)
+    from ..hoodie.commit_clock import CommitClock
+    from ..hoodie.filters import Filter
+    from ..hoodie.table import HudiTable
+    from ..hoodie.timeline import CommitCheck
+    from ..state.rewind_keys import KeyRecorder
+    from .consumer import SplitRange
+    from .driver import StreamDriver
+    from .offsets import Offset
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +75,8 @@ def _planned(partition: InputPartition) -> FileGroupPartition:
 
 def _task_table(opts: SourceOptions, partition: FileGroupPartition) -> HudiTable:
     """The table as a task opens it: no timeline listing, the driver's view of the commits where v6 needs it."""
+    from ..hoodie.table import HudiTable
+
     table = HudiTable(opts.path, opts.storage or None)
     if partition.commits is not None:
         table.pin_commits(partition.commits)
@@ -79,6 +87,9 @@ def _read_task(o: SourceOptions, partition: FileGroupPartition, target: pa.Schem
                fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
     """A task's record batches, as ``target`` (the query's schema), in the options' read mode; with
     ``onRewind=reconcile``, the keys of what it delivers recorded in the stream's state folder."""
+    from ..state.rewind_keys import KeyLedger, KeyRecorder, identity_columns
+    from .consumer import consume
+
     table = _task_table(o, partition)
     # the state folder's store is opened only by a task that records keys or reads a reconcile's rows
     ledger = KeyLedger(o.state_location, o.storage or None) \
@@ -142,11 +153,15 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def driver(self) -> StreamDriver:
         if self._driver is None:
+            from .driver import StreamDriver
+
             self._driver = StreamDriver(self.opts, to_arrow_schema(self.spark_schema, timezone="UTC"))
         return self._driver
 
     # Spark hands offsets over as plain dicts: they become the driver's typed Offset here, and back
     def initialOffset(self) -> dict:
+        from .offsets import make_offset
+
         return dict(make_offset(0, 0))
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -163,19 +178,22 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.driver.pin_target()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        from .admission import BatchLimit
+        from .offsets import make_offset
+
         self.driver.install_sigterm()
         spark_limit = BatchLimit(max_rows=getattr(limit, "max_rows", None), max_files=getattr(limit, "max_files", None),
                                  max_bytes=getattr(limit, "max_bytes", None))
-        return dict(self.driver.latest_offset(cast(Offset, start) or make_offset(0, 0), spark_limit))
+        return dict(self.driver.latest_offset(cast("Offset", start) or make_offset(0, 0), spark_limit))
 
     def reportLatestOffset(self) -> dict:
         return dict(self.driver.metrics())
 
     def partitions(self, start: dict, end: dict) -> list[FileGroupPartition]:
-        return self.driver.partitions(cast(Offset, start), cast(Offset, end), FileGroupPartition)
+        return self.driver.partitions(cast("Offset", start), cast("Offset", end), FileGroupPartition)
 
     def commit(self, end: dict) -> None:
-        self.driver.commit(cast(Offset, end))
+        self.driver.commit(cast("Offset", end))
 
     def stop(self) -> None:
         if self._driver is not None:
@@ -204,6 +222,8 @@ class HudiBatchReader(DataSourceReader):
         return {**self.__dict__, "_planned": None}
 
     def _plan(self, filters: Filter | None = None) -> list[FileGroupPartition]:
+        from .batch_read import plan_batch_read
+
         return plan_batch_read(self.opts, to_arrow_schema(self.spark_schema, timezone="UTC"), FileGroupPartition,
                                filters)
 
@@ -227,6 +247,9 @@ class HudiFilteringBatchReader(HudiBatchReader):
         """Every filter Spark pushes (their AND) that the model reads prunes partitions; a filter is handed back
         to Spark unless the partitions kept decide it, every row of each one matching (only partitions then
         decide anything: file statistics would not)."""
+        from ..hoodie.filters import And, PartitionPruner
+        from ..hoodie.table import HudiTable
+
         output = to_arrow_schema(self.spark_schema, timezone="UTC")
         names = {n.lower(): n for n in output.names}
         models = [spark_filter(f, names) for f in filters]
@@ -251,6 +274,8 @@ _SPARK_OPS = {"EqualTo": "=", "EqualNullSafe": "<=>", "GreaterThan": ">", "Great
 def spark_filter(f: SparkFilter, names: dict[str, str]) -> Filter | None:
     """One of Spark's pushed filters in the model (None: not one it reads, e.g. on a nested field). ``names``:
     the output's column names by lower case (Spark resolves names case-insensitively by default)."""
+    from ..hoodie.filters import Compare, negate
+
     if isinstance(f, SparkNot):
         inner = spark_filter(f.child, names)
         return None if inner is None else negate(inner)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .errors import OptionError
-from .hoodie.config import is_zone
 from .hoodie.deletes import Deletes
 from .hoodie.feed_schema import output_schema
 from .hoodie.filters import FilterArg, columns_of, filter_rows, pushed_filters
@@ -19,6 +18,7 @@ from .hoodie.read import MergeTypeArg, PartitionFilter, plan_slices, read_schema
 from .hoodie.slice_reader import MergeType, SliceRead, read_slice
 from .hoodie.table import HudiTable
 from .hoodie.timeline.instant import is_instant_time
+from .hoodie.zones import is_zone
 from .monitor.feed import ChangeFeed, DeletesArg, Partitions
 
 

@@ -105,7 +105,8 @@ def test_the_one_worker_daemons_keep_arrows_default_pool():
 @pytest.mark.slow
 def test_a_task_after_the_preload_imports_nothing_heavy_of_its_own(tmp_path):
     """What a task worker imports after the fork it pays for in every worker: of the heavy modules only polars
-    (not safe to import before a fork), when it decodes a log block."""
+    (not safe to import before a fork), when it decodes a log block; of this package's, the log decoder's
+    polars part at most (``source`` imports the reading stack where it is used, so the preload names it)."""
     fx = HudiFixture(FIXTURES / "hudi" / "mor_v9_basic.zip", tmp_path / "fx")
     roles = Roles(fx.materialize(len(fx.steps) - 1, tmp_path / "table"), tmp_path / "run")
     roles["planner"], roles["runner"]  # the pickled reader and partitions a task gets
@@ -115,3 +116,4 @@ def test_a_task_after_the_preload_imports_nothing_heavy_of_its_own(tmp_path):
     task = json.loads(out.stdout.strip().splitlines()[-1])
     assert task["rows"] > 0
     assert [m for m in task["loaded"] if m in WATCHED and m != "polars"] == []
+    assert [m for m in task["loaded"] if m.startswith("hudi_streaming.")] == []

@@ -50,11 +50,18 @@ def test_schema_imports_no_reader_and_no_store_client(roles):
 
 
 @pytest.mark.slow
-def test_the_planner_imports_no_reader_and_no_store_client(roles):
-    """The planner makes a stream reader and pickles it for the tasks: it reads nothing."""
+def test_the_planner_imports_the_options_and_the_reader_class_alone(roles):
+    """The planner makes a stream reader and pickles it for the tasks: it reads nothing, so it loads neither the
+    format layer's table and readers nor the stream's planning, state or consumer (``source`` imports them where
+    they are used), only the options it parses."""
     report = roles["planner"]
     assert report.done == {"reader": "HudiStreamReader"}
-    assert loaded(report, READERS + STORE_CLIENTS) == []
+    assert loaded(report, ("pyarrow.compute", "fastavro", "fsspec") + READERS + STORE_CLIENTS) == []
+    ours = sorted(m for m in report.loaded if m.startswith("hudi_streaming."))
+    assert ours == ["hudi_streaming.errors", "hudi_streaming.hoodie", "hudi_streaming.hoodie.deletes",
+                    "hudi_streaming.hoodie.zones", "hudi_streaming.streaming", "hudi_streaming.streaming.data_source",
+                    "hudi_streaming.streaming.options", "hudi_streaming.streaming.packing",
+                    "hudi_streaming.streaming.source", "hudi_streaming.streaming.storage_options"]
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ from typing import Any
 
 import fastavro
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from ...errors import CorruptFileError, InvalidTableContentError
 from ..logfile.avro_arrow import record_schema_problem
@@ -74,10 +75,12 @@ def _partition_keys(value: Any) -> Any:
     return value
 
 
-class WriteStat(BaseModel):
-    """One file written by an instant (Hudi ``HoodieWriteStat``)."""
+@pydantic_dataclass(config=ConfigDict(extra="ignore", populate_by_name=True), slots=True)
+class WriteStat:
+    """One file written by an instant (Hudi ``HoodieWriteStat``).
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    A pydantic dataclass with slots, not a model: a wide table's commit holds one per file group, and a model
+    also keeps a ``__dict__`` and the set of fields given (1.7 KiB per stat against ~0.5 KiB)."""
 
     file_id: str = Field(alias="fileId")
     path: str | None = None

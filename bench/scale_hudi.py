@@ -3,7 +3,8 @@ and on a slow object store, against ``spark.read.parquet``, Hudi's own snapshot 
 
 For each ``--sizes`` partition count (``scale_tables.hudi_table``: one file group per partition, a log file in
 each, cached), in one Spark session (``local[2]``) of the project, each reader once after a warm-up query on
-that size's table:
+that size's table (in three passes over the sizes: local, S3, Hudi's snapshot reads, so that a run cut
+short has the targets' figures first):
 
 * **first batch**: ``readStream.format("hudi_streaming")`` from ``earliest`` with ``maxFilesPerTrigger=10``
   (Delta's name; the source maps it onto ``maxSplitsPerTrigger``) into a ``foreachBatch`` sink writing Spark's
@@ -175,47 +176,59 @@ def run(sizes: list[int], latency: float, skip_s3: bool, keep: str | None, rows:
     store = None if skip_s3 else SlowStore(latency)
     bench = Bench(spark, work, store)
     results: dict[tuple[int, str], dict] = {}
+    infos = {n: describe(tables[n]) for n in sizes}
+
+    def warm_up(n: int) -> None:
+        # not counted: PySpark ends Python workers idle for a minute, and the size before's anchors (Hudi's
+        # snapshot read runs minutes in a JVM of its own) leave them idle longer, so the next size's first query
+        # paid their start-up and imports (one warm-up for all sizes made the local first batch look 2.8-3.4x
+        # slower at 1,000 partitions than at 100; interleaved in one warm session they are even)
+        bench.stream(str(tables[n]), {}, first_batch_only=True)
+
+    def streams(n: int, where: str, url: str, options: dict[str, str]) -> None:
+        first = bench.stream(url, options, first_batch_only=True)
+        print(f"  {where} first batch: {first}", flush=True)
+        if where == "S3" and s3_full_max is not None and n > s3_full_max:
+            print(f"  {where} AvailableNow: skipped (more than {s3_full_max:,} partitions)", flush=True)
+            results[n, where] = {"first": first, "full": None}
+            return
+        full = bench.stream(url, options, first_batch_only=False)
+        print(f"  {where} AvailableNow: {full}", flush=True)
+        if full.rows != n * rows:
+            raise SystemExit(f"the stream delivered {full.rows:,} rows, not {n * rows:,}")
+        results[n, where] = {"first": first, "full": full}
+
+    # three passes over the sizes, so that a run cut short has the issue's targets first: local (the stream,
+    # spark.read.parquet, hudi-rs), then S3 (uploading a 10,000-partition table to moto takes minutes), then
+    # Hudi's snapshot reads (minutes each at that size)
     try:
         for n in sizes:
-            table, info = tables[n], describe(tables[n])
-            # a warm-up, not counted: PySpark ends Python workers idle for a minute, and the size before's anchors
-            # (Hudi's snapshot read runs minutes in a JVM of its own) leave them idle longer, so the next size's
-            # first query paid their start-up and imports (one warm-up for all sizes made the local first batch
-            # look 2.8-3.4x slower at 1,000 partitions than at 100; interleaved in one warm session they are even)
-            bench.stream(str(table), {}, first_batch_only=True)
+            warm_up(n)
+            info = infos[n]
             print(f"{n:,} partitions: {info['partitions']:,} partitions, {info['base']:,} base files, "
                   f"{info['logs']:,} log files, {info['mib']:.1f} MiB, metadata table: {info['metadata']}; "
                   f"load {load()}", flush=True)
-            stores = {"local": (str(table), {})}
-            if store:
-                t0 = time.perf_counter()
-                stores["S3"] = (store.upload(table, f"scale-{n}"), store.proxy.spark_options)
-                print(f"  uploaded to moto in {time.perf_counter() - t0:.0f} s", flush=True)
-            for where, (url, options) in stores.items():
-                first = bench.stream(url, options, first_batch_only=True)
-                print(f"  {where} first batch: {first}", flush=True)
-                if where == "S3" and s3_full_max is not None and n > s3_full_max:
-                    print(f"  {where} AvailableNow: skipped (more than {s3_full_max:,} partitions)", flush=True)
-                    results[n, where] = {"first": first, "full": None}
-                    continue
-                full = bench.stream(url, options, first_batch_only=False)
-                print(f"  {where} AvailableNow: {full}", flush=True)
-                if full.rows != n * rows:
-                    raise SystemExit(f"the stream delivered {full.rows:,} rows, not {n * rows:,}")
-                results[n, where] = {"first": first, "full": full}
+            streams(n, "local", str(tables[n]), {})
             parquet_s, parquet_tasks = bench.parquet(info["base_files"])
             print(f"  spark.read.parquet: {parquet_s:.2f} s, tasks {parquet_tasks}", flush=True)
-            results[n, "local"].update(parquet=parquet_s, parquet_tasks=parquet_tasks)
-            rs_s, rs_rows = hudi_rs_read(table)
+            results[n, "local"].update(parquet=parquet_s, parquet_tasks=parquet_tasks, hudi=float("nan"))
+            rs_s, rs_rows = hudi_rs_read(tables[n])
             print(f"  hudi-rs snapshot: {rs_s:.2f} s, {rs_rows:,} rows", flush=True)
             results[n, "local"]["hudi_rs"] = rs_s
+        for n in sizes if store else ():
+            assert store is not None
+            t0 = time.perf_counter()
+            url = store.upload(tables[n], f"scale-{n}")
+            print(f"{n:,} partitions: uploaded to moto in {time.perf_counter() - t0:.0f} s; load {load()}", flush=True)
+            warm_up(n)
+            streams(n, "S3", url, store.proxy.spark_options)
+        for n in reversed(sizes):  # the largest first: the target compares the first batch with it there
             try:
-                hudi = hudi_snapshot_read(oracle, table, work / f"hudi-read-{n}.log", repeat=hudi_warm)
+                hudi = hudi_snapshot_read(oracle, tables[n], work / f"hudi-read-{n}.log", repeat=hudi_warm)
             except (RuntimeError, subprocess.TimeoutExpired) as exc:  # its failure must not cost the rest
-                print(f"  Hudi snapshot read FAILED: {exc}", flush=True)
-                results[n, "local"]["hudi"] = float("nan")
+                print(f"{n:,} partitions: Hudi snapshot read FAILED: {exc}", flush=True)
             else:
-                print(f"  Hudi snapshot read: {hudi}", flush=True)
+                print(f"{n:,} partitions: Hudi snapshot read: {hudi}; load {load()}", flush=True)
                 results[n, "local"]["hudi"] = min(hudi["warm_s"] or [hudi["cold_s"]])
     finally:
         spark.stop()

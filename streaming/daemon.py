@@ -10,14 +10,15 @@ planner run in workers of ``pyspark.daemon`` whatever this setting says (``Pytho
 default daemon), one worker per query or session, and the streaming source's runner is no daemon worker (Spark
 starts it directly). :data:`PRELOAD` therefore names only ``pyspark.worker``'s imports.
 
-What a task imports anyway is imported here: ``pyspark.worker``, ``pyarrow.parquet``, the source and the local
-file system's fsspec implementation, and pandas where it is installed (pyarrow imports it on a task's first
-``pa.array``, ~0.5 s and 40 MiB in each worker; ``tests/streaming/test_daemon.py`` checks that a task then imports
-nothing of these). Only what is safe across ``fork`` is imported: polars is left out (its import starts its
+What a task imports anyway is imported here: ``pyspark.worker``, ``pyarrow.parquet``, the source with the modules
+its tasks' reading imports where it is used (``consumer``, ``rewind_keys``), the local file system's fsspec
+implementation, and pandas where it is installed (pyarrow imports it on a task's first ``pa.array``, ~0.5 s and 40
+MiB in each worker; ``tests/streaming/test_daemon.py`` checks that a task then imports nothing of these, and none of
+this package's modules). Only what is safe across ``fork`` is imported: polars is left out (its import starts its
 thread pool, which does not survive a fork: the worker that decodes a log block imports it), and so are the
-object-store clients (s3fs starts an event-loop thread on first use; a local table needs none). numpy's BLAS
-thread and Arrow's jemalloc background thread, which their imports start, have fork handlers of their own (a
-child forked after the preload reads a table in the same test).
+object-store clients (s3fs starts an event-loop thread on first use; a local table needs none). numpy's BLAS thread
+and Arrow's jemalloc background thread, which their imports start, have fork handlers of their own (a child forked
+after the preload reads a table in the same test).
 
 Two settings make the workers' memory smaller (:func:`prepare`; ``bench/bench_vs_hudi.py``'s task workers):
 

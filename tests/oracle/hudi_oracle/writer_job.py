@@ -560,8 +560,8 @@ class Writer:
                 self.spark.sql(f"DROP TABLE IF EXISTS {self.cfg['name']}")
             except Exception as exc:  # noqa: BLE001
                 self.manifest["drop_table"] = describe(exc)
-        places = {self.work.parent: "<out>", self.work.parent.resolve(): "<out>", Path(__file__).resolve().parents[3]: "<repo>",
-                  Path(sys.prefix): "<oracle-venv>"}
+        places = {self.work.parent: "<out>", self.work.parent.resolve(): "<out>",
+                  Path(__file__).resolve().parents[3]: "<repo>", Path(sys.prefix): "<oracle-venv>"}
         (self.work / "manifest.json").write_text(scrubbed(json.dumps(self.manifest, indent=1, default=str), places))
 
 

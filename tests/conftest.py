@@ -4,6 +4,7 @@ from __future__ import annotations
 import inspect
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -85,11 +86,25 @@ def s3():
     server.stop()
 
 
+#: what building the wheel reads: pyproject's ``package-dir`` folders, its ``readme`` and itself
+WHEEL_SOURCES = ("pyproject.toml", "README.md", "src", "hoodie", "monitor", "state", "streaming")
+
+
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:
-    """The project's wheel, built once per session: what users install (the test venv's install is editable)."""
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)], check=True,
+    """The project's wheel, built once per session: what users install (the test venv's install is editable).
+
+    Built from a copy of the sources, not in the checkout: setuptools builds in the source tree's ``build/``, where
+    a ``build/lib`` left by an older tree carries modules deleted since into the wheel, and where two test
+    workers building at once would write over each other."""
+    out, tree = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("wheel-sources")
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
+    for name in WHEEL_SOURCES:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, tree / name, ignore=ignore)
+        else:
+            shutil.copy(REPO / name, tree / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(tree)], check=True,
                    capture_output=True)
     (whl,) = out.glob("hudi_streaming-*.whl")
     return whl

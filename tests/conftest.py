@@ -280,9 +280,30 @@ def reached_kinds(item: pytest.Item) -> set[str]:
     return kinds
 
 
+#: a module's place in the run by the heaviest marker among its tests (modules of the same rank keep their order)
+RANK = {"spark": 0, "s3": 1, "slow": 2}
+
+
+def heavy_modules_first(items: list[pytest.Item]) -> None:
+    """Reorder ``items`` (in place) so that the modules which start Spark or another JVM run first, then those
+    with the S3 server, then slow ones, then the rest; a module's tests stay together and in order.
+
+    The suite runs on two workers (pyproject's addopts: ``-n 2 --dist loadfile``), each taking the next module as
+    it runs out. The long modules are few tests each (a killed and restarted job, a cluster, Connect, Hudi's
+    writers), so xdist's own order (most tests first) left them to the end, one worker running them while the
+    other had nothing left; started first, the many short modules fill the other worker meanwhile.
+    ``--no-loadscope-reorder`` makes xdist keep this order."""
+    rank: dict[Path, int] = {}
+    for item in items:
+        here = min((RANK[m.name] for m in item.iter_markers() if m.name in RANK), default=len(RANK))
+        rank[item.path] = min(rank.get(item.path, here), here)
+    items.sort(key=lambda item: rank[item.path])
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         kinds = reached_kinds(item)
         for kind in sorted(kinds - {m.name for m in item.iter_markers()}):
             item.add_marker(kind)
+    heavy_modules_first(items)

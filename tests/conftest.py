@@ -141,7 +141,7 @@ def wheel_venv(wheel):
 # * s3: the `s3` fixture, the local S3 server (support.s3_server.S3Server, moto) or the fault proxy in front of
 #   it (support.s3_fault_proxy).
 # * slow is not found but stated: `@pytest.mark.slow` on a test, or a parametrized matrix taken as one test (all its
-#   cases), measured above ~5 s on two cores (`--durations=0 -p no:randomly -m "not spark and not s3"`, summed per
+#   cases), measured above ~5 s on two cores (`--durations=0 -n 0 -p no:randomly -m "not spark and not s3"`, summed per
 #   function); `pytestmark = pytest.mark.slow` on a module slow as a whole.
 # A module wholly of one kind says so itself (`pytestmark = pytest.mark.spark`); these rules catch the others.
 

@@ -1,6 +1,7 @@
 """Shared test fixtures: the real Hudi tables and log files in ``tests/data``, unzipped unchanged."""
 from __future__ import annotations
 
+import fcntl
 import inspect
 import os
 import re
@@ -87,10 +88,19 @@ def s3():
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:
-    """The project's wheel, built once per session: what users install (the test venv's install is editable)."""
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)], check=True,
-                   capture_output=True)
+    """The project's wheel, built once per run: what users install (the test venv's install is editable).
+
+    pip builds it in the repository (setuptools' ``build/`` and egg-info), where two builds at once would write
+    over each other's files; so the suite's workers (pytest-xdist) share one build, made by the first to ask
+    under a lock, in the folder above their own temporary folders."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out = shared / "wheel"
+    with open(shared / "wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not any(out.glob("hudi_streaming-*.whl")):
+            subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
+                           check=True, capture_output=True)
     (whl,) = out.glob("hudi_streaming-*.whl")
     return whl
 

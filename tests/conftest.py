@@ -1,6 +1,7 @@
 """Shared test fixtures: the real Hudi tables and log files in ``tests/data``, unzipped unchanged."""
 from __future__ import annotations
 
+import fcntl
 import inspect
 import os
 import re
@@ -92,20 +93,28 @@ WHEEL_SOURCES = ("pyproject.toml", "README.md", "src", "hoodie", "monitor", "sta
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:
-    """The project's wheel, built once per session: what users install (the test venv's install is editable).
+    """The project's wheel, built once per run: what users install (the test venv's install is editable).
 
     Built from a copy of the sources, not in the checkout: setuptools builds in the source tree's ``build/``, where
-    a ``build/lib`` left by an older tree carries modules deleted since into the wheel, and where two test
-    workers building at once would write over each other."""
-    out, tree = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("wheel-sources")
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
-    for name in WHEEL_SOURCES:
-        if (REPO / name).is_dir():
-            shutil.copytree(REPO / name, tree / name, ignore=ignore)
-        else:
-            shutil.copy(REPO / name, tree / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(tree)], check=True,
-                   capture_output=True)
+    a ``build/lib`` left by an older tree carries modules deleted since into the wheel. The suite's workers
+    (pytest-xdist) share one build, made by the first to ask under a lock, in the folder above their own
+    temporary folders."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out, tree = shared / "wheel", shared / "wheel-sources"
+    with open(shared / "wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not any(out.glob("hudi_streaming-*.whl")):
+            shutil.rmtree(tree, ignore_errors=True)
+            ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
+            for name in WHEEL_SOURCES:
+                if (REPO / name).is_dir():
+                    shutil.copytree(REPO / name, tree / name, ignore=ignore)
+                else:
+                    tree.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(REPO / name, tree / name)
+            subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(tree)],
+                           check=True, capture_output=True)
     (whl,) = out.glob("hudi_streaming-*.whl")
     return whl
 
@@ -156,7 +165,7 @@ def wheel_venv(wheel):
 # * s3: the `s3` fixture, the local S3 server (support.s3_server.S3Server, moto) or the fault proxy in front of
 #   it (support.s3_fault_proxy).
 # * slow is not found but stated: `@pytest.mark.slow` on a test, or a parametrized matrix taken as one test (all its
-#   cases), measured above ~5 s on two cores (`--durations=0 -p no:randomly -m "not spark and not s3"`, summed per
+#   cases), measured above ~5 s on two cores (`--durations=0 -n 0 -p no:randomly -m "not spark and not s3"`, summed per
 #   function); `pytestmark = pytest.mark.slow` on a module slow as a whole.
 # A module wholly of one kind says so itself (`pytestmark = pytest.mark.spark`); these rules catch the others.
 
@@ -295,9 +304,30 @@ def reached_kinds(item: pytest.Item) -> set[str]:
     return kinds
 
 
+#: a module's place in the run by the heaviest marker among its tests (modules of the same rank keep their order)
+RANK = {"spark": 0, "s3": 1, "slow": 2}
+
+
+def heavy_modules_first(items: list[pytest.Item]) -> None:
+    """Reorder ``items`` (in place) so that the modules which start Spark or another JVM run first, then those
+    with the S3 server, then slow ones, then the rest; a module's tests stay together and in order.
+
+    The suite runs on two workers (pyproject's addopts: ``-n 2 --dist loadfile``), each taking the next module as
+    it runs out. The long modules are few tests each (a killed and restarted job, a cluster, Connect, Hudi's
+    writers), so xdist's own order (most tests first) left them to the end, one worker running them while the
+    other had nothing left; started first, the many short modules fill the other worker meanwhile.
+    ``--no-loadscope-reorder`` makes xdist keep this order."""
+    rank: dict[Path, int] = {}
+    for item in items:
+        here = min((RANK[m.name] for m in item.iter_markers() if m.name in RANK), default=len(RANK))
+        rank[item.path] = min(rank.get(item.path, here), here)
+    items.sort(key=lambda item: rank[item.path])
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         kinds = reached_kinds(item)
         for kind in sorted(kinds - {m.name for m in item.iter_markers()}):
             item.add_marker(kind)
+    heavy_modules_first(items)

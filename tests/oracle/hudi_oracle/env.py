@@ -48,11 +48,14 @@ class OracleEnv:
     def run_writer(self, writer: str, out: Path, only: list[str] | None = None, timeout: float = 3600,
                    log: Path | None = None, lance: bool = False) -> None:
         """Hudi writes the named configurations of one writer (all of them without ``only``) into ``out``;
-        ``lance``: with Lance's jars, in a JVM of their own (they bring their own Arrow)."""
+        ``lance``: with Lance's jars, in a JVM of their own (they bring their own Arrow). The job runs in ``out``:
+        its session's catalog makes ``spark-warehouse`` in the working folder, which would be the caller's (the
+        repository, when the suite runs)."""
+        out = out.resolve()
         cmd = [str(self.python), str(HERE / "writer_job.py"), "--jar", str(self.jars[writer]), "--writer", writer,
                "--hudi-version", HUDI[writer], "--out", str(out), "--only", ",".join(only or [])]
         with open(log or os.devnull, "a") as sink:
-            subprocess.run(cmd, check=True, timeout=timeout, stdout=sink, stderr=subprocess.STDOUT,
+            subprocess.run(cmd, check=True, timeout=timeout, stdout=sink, stderr=subprocess.STDOUT, cwd=out,
                            env=self.spark_env(lance))
 
     def spark_env(self, lance: bool = False) -> dict[str, str]:

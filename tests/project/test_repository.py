@@ -16,10 +16,19 @@ from pathlib import Path
 
 from conftest import REPO
 
+#: what a run or an install writes into the tree, never committed (checked only where git cannot list the files)
+NOT_COMMITTED = {".git", ".venv", "build", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+                 "spark-warehouse"}
 
-def _tracked() -> list[Path]:
-    out = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], check=True, capture_output=True).stdout
-    return [REPO / name for name in out.decode().split("\0") if name]
+
+def _committed() -> list[Path]:
+    """The repository's files: git's list in a checkout; in a copy without git (an unpacked ``git archive`` or
+    source archive), every file but what runs and installs write (:data:`NOT_COMMITTED`, ``*.egg-info``)."""
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True)
+    if listed.returncode == 0 and (REPO / ".git").exists():
+        return [REPO / name for name in listed.stdout.decode().split("\0") if name]
+    return [p for p in REPO.rglob("*") if p.is_file() and not any(
+        part in NOT_COMMITTED or part.endswith(".egg-info") for part in p.relative_to(REPO).parts)]
 
 
 def _texts(path: Path) -> list[tuple[str, str]]:
@@ -35,6 +44,6 @@ def _texts(path: Path) -> list[tuple[str, str]]:
 def test_no_committed_file_names_a_folder_of_this_machine():
     # a folder as short as "/" or "/src" would match what is no machine's path
     folders = {f for f in (str(REPO), str(Path.home()), sys.prefix) if len(f) > 4}
-    found = [f"{where}: {folder}" for path in _tracked() if path.is_file() for where, text in _texts(path)
+    found = [f"{where}: {folder}" for path in _committed() if path.is_file() for where, text in _texts(path)
              for folder in folders if folder + "/" in text]
     assert not found, "committed files name this machine's folders:\n" + "\n".join(found[:20])

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from .config import TableConfig
-from .logfile.format import parse_log_file_name
+from .logfile.format import log_sort_key, parse_log_file_name
 from .storage import FileInfo, Storage
 from .timeline import Timeline
 
@@ -61,11 +61,10 @@ class LogFile:
         return posixpath.basename(self.path)
 
     def sort_key(self) -> tuple:
-        """``log_file_sort_key`` of its name, from the fields parsed out of it (a view sorts every log file a few
+        """Hudi's log file order, from the fields parsed out of its name (a view sorts every log file a few
         times; parsing the name again each time was a tenth of a wide table's planning). Never a CDC file:
         :func:`parse_log_file` leaves them out."""
-        token = self.write_token
-        return self.instant, self.version, token is not None, token or "", False
+        return log_sort_key(self.instant, self.version, self.write_token)
 
 
 @dataclass

@@ -359,9 +359,10 @@ class StreamDriver:
             st.splits = [p for p in st.splits if p.seq >= e_seq]
             st.committed_seq = e_seq
             self.store.save(st)
-            oldest = self.table.timeline.active.first_write_time() if self.keys is not None else None
-            if self.keys is not None and oldest is not None:  # what no rewind can undo any more
-                self.keys.prune(oldest)
+            if self.keys is not None:
+                oldest = self.table.timeline.active.first_write_time()
+                if oldest is not None:  # what no rewind can undo any more
+                    self.keys.prune(oldest)
 
     def metrics(self) -> SourceMetrics:
         """Progress a user reads in ``query.lastProgress`` (:func:`.metrics.source_metrics`)."""

@@ -206,17 +206,21 @@ def make_log_file_name(file_id: str, instant: str, version: int, write_token: st
     return f".{file_id}_{instant}.log.{version}_{write_token}"
 
 
-def log_file_sort_key(name: str) -> tuple:
-    """Sort key reproducing ``HoodieLogFile.LogFileComparator``.
+def log_sort_key(instant: str, version: int, write_token: str | None, cdc: bool = False) -> tuple:
+    """Sort key reproducing ``HoodieLogFile.LogFileComparator``, from a log file name's parsed fields.
 
     Instant as a string, then version as a number, then write token as a string with a missing token
     first, then (1.x tie-break) the CDC suffix, which sorts after no suffix.
     """
+    return instant, version, write_token is not None, write_token or "", cdc
+
+
+def log_file_sort_key(name: str) -> tuple:
+    """:func:`log_sort_key` of a log file's name."""
     parsed = parse_log_file_name(name)
     if parsed is None:
         raise ValueError(f"not a Hudi log file name: {name!r}")
-    token = parsed.write_token
-    return parsed.instant, parsed.version, token is not None, token or "", parsed.cdc
+    return log_sort_key(parsed.instant, parsed.version, parsed.write_token, parsed.cdc)
 
 
 # --- delete block records (spec §5.7) ---------------------------------------------------------------------

@@ -79,6 +79,11 @@ def _edit(folder: Path, name: str, change) -> None:
     doc = json.loads(path.read_bytes())
     change(doc)
     path.write_text(json.dumps(doc))
+    _sign_again(folder)
+
+
+def _sign_again(folder: Path) -> None:
+    """Sign the newest state file again, over its segments' bytes and its own body, as a writer would have."""
     state_path = sorted(folder.glob("state-*.json"))[-1]
     state = json.loads(state_path.read_bytes())
     for seg in state["state"].get("segments", []):
@@ -113,9 +118,10 @@ def test_a_checkpoint_of_each_format_reads_back_every_field(fmt):
 
 
 def test_todays_store_writes_format4_with_the_format2_content_and_the_streams_identity(tmp_path):
-    """The same saves write format 4: format 2's fields and segments unchanged (but for the writer token in the
-    segments' names), plus the stream identity, the known instants, the late-instant count (format 3) and the
-    row rules (none: this state is written by a test, not by a query)."""
+    """The same saves write format 4: format 2's fields and segments' entries unchanged (but for the writer token
+    in the segments' names, and their digests: a segment is written a line per split), plus the stream identity,
+    the known instants, the late-instant count (format 3) and the row rules (none: this state is written by a
+    test, not by a query)."""
     _write_stream(StateStore(str(tmp_path)))
     names = sorted(p.name for p in tmp_path.iterdir())
     old = sorted(p.name for p in (STATE / "format2").iterdir())
@@ -131,9 +137,28 @@ def test_todays_store_writes_format4_with_the_format2_content_and_the_streams_id
         extra = {k: new_doc["state"].pop(k) for k in ("stream_id", "known_instants", "late_instants", "row_rules")}
         assert len(extra["stream_id"]) == 32 and extra["known_instants"] is None and extra["late_instants"] == 0
         assert extra["row_rules"] is None
+        for seg in new_doc["state"]["segments"]:  # the same entries, laid out a line each: other bytes
+            assert seg["sha256"] == hashlib.sha256((tmp_path / seg["name"]).read_bytes()).hexdigest()
         for seg in new_doc["state"]["segments"] + old_doc["state"]["segments"]:
-            seg.pop("name")
+            seg.pop("name"), seg.pop("sha256")
         assert new_doc["state"] == old_doc["state"]
+
+
+def test_a_segment_holds_a_split_per_line_and_a_bad_line_is_refused_naming_the_segment(tmp_path):
+    """Segments are written and read a split per line (a stream's first save plans a split per file group:
+    decoding them one at a time keeps the driver's peak flat); a line that is not JSON, signed again, is refused
+    naming the segment, and the entries read back equal the planned splits."""
+    _write_stream(StateStore(str(tmp_path)))
+    segment = sorted(tmp_path.glob("splits-000000000003-*.json"))[0]
+    lines = segment.read_bytes().split(b"\n")
+    assert lines[0] == b"[" and lines[-1] == b"]" and len(lines) == 4  # splits 3 and 4
+    assert [json.loads(x.rstrip(b",")) for x in lines[1:-1]] == json.loads(segment.read_bytes())
+    assert StateStore(str(tmp_path)).load(URL, NAME).splits == PLANNED[1:]
+
+    segment.write_bytes(b"\n".join([lines[0], lines[1], b'{"seq": 4,', lines[-1]]))
+    _sign_again(tmp_path)
+    with pytest.raises(StateError, match=rf"{segment.name}: invalid split segment \(Invalid JSON"):
+        StateStore(str(tmp_path)).load(URL, NAME)
 
 
 @pytest.mark.parametrize("fmt", ["format1", "format2", "format3"])

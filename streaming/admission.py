@@ -6,9 +6,9 @@ that every batch moves the offset forward) are read and tested as one idea. ``so
 ``ReadLimit`` into a :class:`BatchLimit`.
 
 A split's row bound may be unknown (``est_rows`` None: the planner could not bound a whole slice from write
-stats and opened no file). Only the row decisions need bounds; :func:`unbounded_ahead` names the unknown ones such
-a decision reaches, which the driver reads from the files before deciding (``StreamDriver._bound``), so the files
-opened on the driver are those of the splits a batch may admit, not every pending one.
+stats and opened no file). Only the row decisions need bounds; :func:`unbounded_ahead` names the unknown ones
+such a decision reaches, which the driver reads from the files before deciding (``StreamDriver._read_bounds``),
+so the files opened on the driver are those of the splits a batch may admit, not every pending one.
 """
 from __future__ import annotations
 
@@ -139,10 +139,10 @@ def unbounded_ahead(pending: list[PlannedSplit], rec: int, rows: int, most: int)
     seen = known = 0.0
     ahead: list[PlannedSplit] = []
     have = 0.0
-    for p in pending:
+    for i, p in enumerate(pending):
         if have >= rows or len(ahead) >= most:
             break
-        skip = rec if p is pending[0] else 0
+        skip = rec if i == 0 else 0
         if p.split.est_rows is None:
             ahead.append(p)
             have += known / seen if seen else rows

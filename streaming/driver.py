@@ -308,7 +308,7 @@ class StreamDriver:
         within = limit.within(self.opts)
         if within.max_rows:  # the splits the other limits let the batch reach, their bounds read as the rows need
             (reach, _), _ = admit(pending, seq, rec, replace(within, max_rows=None))
-            self._bound(seq, rec, within.max_rows, reach)
+            self._read_bounds(seq, rec, within.max_rows, reach)
             pending = self.state.pending_from(seq)
         (end_seq, end_rec), self.last_batch = admit(pending, seq, rec, within)
         b = self.last_batch
@@ -318,7 +318,7 @@ class StreamDriver:
                  b["bytesEstimate"], b["instants"], end_seq, end_rec, sum(1 for p in pending if p.seq >= end_seq))
         return make_offset(end_seq, end_rec, self.state.stream_id)
 
-    def _bound(self, seq: int, rec: int, rows: int, reach: int | None = None) -> None:
+    def _read_bounds(self, seq: int, rec: int, rows: int, reach: int | None = None) -> None:
         """Read the row bounds a decision over ``rows`` rows from (``seq``, ``rec``) needs — of the pending splits
         below ``reach`` — that the planner left unknown (:func:`.admission.unbounded_ahead`), several splits' files
         at once, and keep them in the state's splits.
@@ -328,7 +328,8 @@ class StreamDriver:
         same files give the same count (a log file appended to since gives more, still a bound), and a batch's
         end is a record offset into its last split, which a bound read later — after a restart — only decides
         where to cut, never what a record offset means. So bounds are not written back (a state's segments are
-        immutable): a restarted driver reads again those of splits still pending, a batch's worth at most."""
+        immutable): a restarted driver reads again those of the splits still pending, about a batch's worth (or
+        ``minRowsPerTrigger``'s) at most."""
         while True:
             pending = [p for p in self.state.pending_from(seq) if reach is None or p.seq < reach]
             ahead = unbounded_ahead(pending, rec, rows, FILE_READERS)
@@ -348,7 +349,7 @@ class StreamDriver:
         now = time.monotonic()
         if self._last_batch_at is None:
             self._last_batch_at = now
-        if self._too_few(seq, rec) and now - self._last_batch_at < self.opts.max_trigger_delay_seconds:
+        if now - self._last_batch_at < self.opts.max_trigger_delay_seconds and self._too_few(seq, rec):
             return True
         self._last_batch_at = now
         return False
@@ -359,7 +360,7 @@ class StreamDriver:
         least = self.opts.min_rows_per_trigger
         if self.available_now or least is None:
             return False
-        self._bound(seq, rec, least)
+        self._read_bounds(seq, rec, least)
         return too_few(self.state.pending_from(seq), rec, least)
 
     def partitions(self, start: Offset, end: Offset, make: TaskFactory) -> list[Task]:

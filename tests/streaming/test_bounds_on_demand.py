@@ -7,6 +7,7 @@ every task read by the split consumer, commit), without Spark; the data files op
 """
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from support.data_reads import data_reads
 
 from hudi_streaming.cli.commands import main
+from hudi_streaming.errors import DataLossError
 from hudi_streaming.streaming.admission import BatchLimit
 from hudi_streaming.streaming.consumer import SplitRange, consume
 from hudi_streaming.streaming.driver import StreamDriver
@@ -131,6 +133,21 @@ def test_a_restart_with_unknown_bounds_delivers_the_rest_exactly_once(archived, 
     batches = before + [planned] + after
     assert all(len(b) <= MAX_ROWS for b in batches), [len(b) for b in batches]
     assert _once(batches) == _once(reference) and max(_once(batches).values()) == 1
+
+
+def test_a_file_gone_when_its_bound_is_read_is_the_readers_data_loss(archived, tmp_path, monkeypatch):
+    """A base file removed (a cleaner) after planning: it counts 0 rows in the bound (the split's log file its two
+    updates), and the batch's task reports the loss, naming the file, as any task reading a gone file does."""
+    table = Path(shutil.copytree(archived, tmp_path / "t"))
+    driver = _driver(table, tmp_path / "state", maxRowsPerTrigger=str(MAX_ROWS))
+    driver._start()
+    first = driver.state.splits[0].split
+    assert first.est_rows is None and first.slice.base_file is not None
+    (table / first.slice.base_file.path).unlink()
+    end = driver.latest_offset(make_offset(0, 0), BatchLimit())
+    assert driver.state.splits[0].split.est_rows == 2 and end["seq"] >= 1
+    with pytest.raises(DataLossError, match=first.slice.base_file.path.rsplit("/", 1)[-1]):
+        _read(driver, make_offset(0, 0), end)
 
 
 def test_min_rows_per_trigger_reads_bounds_until_enough_rows_are_known(archived, tmp_path, monkeypatch):

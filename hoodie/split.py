@@ -26,6 +26,9 @@ class Split:
     slice: what a stream reconciling a restore emits for keys the restore took away (``streaming.reconcile``).
     ``est_rows`` bounds the rows reading it yields (the row limits rely on it) and ``est_bytes`` is the size of
     the files reading it opens (the byte limits and task packing), both as the planner worked them out.
+    ``est_rows`` None: the planner could not bound the rows from write stats (a whole slice with files of archived
+    commits) and opened no file to find out; the stream's driver reads the bound from the files only when a row
+    limit needs it (``streaming.admission.unbounded_ahead``). Reading a split never needs its bound.
     """
 
     slice: FileSlice
@@ -34,7 +37,7 @@ class Split:
     replaced_by: str | None = None
     prior: FileSlice | None = None
     prior_max_instant: str = ""
-    est_rows: int = 0
+    est_rows: int | None = 0
     est_bytes: int = 0
     rows: str | None = None
 

@@ -9,8 +9,9 @@ of the cursor. Compaction and clustering rewrite rows without changing them and 
 wrote, restricted by the partition filter, in (partition, file id) order.
 
 Each split carries ``est_rows``, an upper bound of the rows reading it yields in the stream's read mode
-(:mod:`.row_bounds`; the driver's row limit relies on it, see ``streaming.admission.admit``), and ``est_bytes``,
-the exact size of the files reading it opens.
+(:mod:`.row_bounds`; the driver's row limit relies on it, see ``streaming.admission.admit``), or None where the
+write stats cannot bound a whole slice (planning opens no data file: the driver reads that bound when a row limit
+needs it), and ``est_bytes``, the exact size of the files reading it opens.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from ..hoodie.storage import FileInfo
 from ..hoodie.table import HudiTable
 from ..hoodie.timeline import Action, TimelineEntry
 from ..hoodie.timeline.metadata import WriteStat
-from .row_bounds import file_rows, row_bound, slice_bound, slice_rows
+from .row_bounds import FILE_READERS, file_rows, row_bound, slice_bound
 from .schema_check import check_instant_schema
 
 log = logging.getLogger(__name__)
@@ -382,14 +383,16 @@ class StreamMonitor:
             return None  # a new file group: nothing came before it
         return prior, written[i - 1]
 
-    def _slice_bounds(self, slices: list[FileSlice]) -> list[int]:
-        """Upper bounds of the rows each whole file slice yields: from the write stats of the completed writes
-        that wrote their files (:func:`slice_bound`; commit metadata, read once per instant), and only for a slice
-        they cannot bound from its files (:func:`slice_rows`), those slices' files read in parallel.
+    def _slice_bounds(self, slices: list[FileSlice]) -> list[int | None]:
+        """Upper bounds of the rows each whole file slice yields, from the write stats of the completed writes
+        that wrote their files (:func:`slice_bound`; commit metadata, read once per instant), or None for a slice
+        they cannot bound (a file of an archived commit, or one no stat counts).
 
-        Every split's bound is recorded when it is planned (the state keeps an ``est_rows`` for each), and must
-        hold for whatever row limit a later run of the query sets (``maxRowsPerTrigger`` may change at a
-        restart), so a slice that the stats cannot bound is read now, row limit or not."""
+        No data file is opened here: a task reads the slice's files anyway, and on a long-lived table nearly every
+        file group's base file is of an archived commit, so bounding a snapshot from footers and logs cost a
+        table of 10^5 file groups on S3 thousands of requests before its first batch, row limit or not. The
+        driver reads an unknown bound from the files only when a row limit needs it, for the splits a batch may
+        admit (``streaming.driver.StreamDriver``)."""
         tl = self.table.timeline
         first = tl.active.first_write_time()
         instants = {f.instant for s in slices for f in ([s.base_file] if s.base_file else []) + s.log_files}
@@ -398,25 +401,16 @@ class StreamMonitor:
         if relevant:
             oldest = min(relevant)
             times = [e.requested_time for e in tl.completed_writes() if e.requested_time >= oldest]
-            with ThreadPoolExecutor(_FOOTER_READERS) as pool:  # one metadata file per instant: I/O bound
+            with ThreadPoolExecutor(FILE_READERS) as pool:  # one metadata file per instant: I/O bound
                 for md in pool.map(tl.commit_metadata, times):
                     for st in md.write_stats():
                         if st.file_name:
                             written.setdefault(st.file_name, []).append(st)
-        bounds = [slice_bound(s, written, first) for s in slices]
-        unknown = [i for i, b in enumerate(bounds) if b is None]
-        read: dict[int, int] = {}
-        if unknown:
-            with ThreadPoolExecutor(_FOOTER_READERS) as pool:  # a footer and the logs per slice: I/O bound
-                read = dict(zip(unknown, pool.map(functools.partial(slice_rows, self.table.storage),
-                                                  [slices[i] for i in unknown])))
-        return [read[i] if b is None else b for i, b in enumerate(bounds)]
+        return [slice_bound(s, written, first) for s in slices]
 
-    def split_of(self, s: FileSlice, instants: list[str] | None, max_instant: str, est_rows: int) -> Split:
-        """The split of file slice ``s``, its rows bounded by ``est_rows``; reading it opens the slice's files."""
+    def split_of(self, s: FileSlice, instants: list[str] | None, max_instant: str, est_rows: int | None) -> Split:
+        """The split of file slice ``s``, its rows bounded by ``est_rows`` (None: not bounded yet); reading it
+        opens the slice's files."""
         return Split(s, max_instant, tuple(instants) if instants is not None else None, est_rows=est_rows,
                      est_bytes=s.size)
 
-
-#: threads reading commit metadata, or footers and log files, to bound whole file slices
-_FOOTER_READERS = 8

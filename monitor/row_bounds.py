@@ -5,12 +5,15 @@ snapshot split, or every row of a replaced file group as a delete) from the writ
 wrote its files (:func:`slice_bound`), or where they cannot tell from its files (:func:`slice_rows`): its base
 file's footer row count plus every record of its log files. Stats first: a task reads the files anyway, and
 the driver reading them too, footer by footer and log by log, cost a wide table minutes before its first batch.
+So the planner only uses the stats and leaves a slice they cannot bound unbounded (``Split.est_rows`` None); the
+driver reads its files (:func:`slices_rows`, in parallel) only when a row limit needs that split's bound.
 """
 from __future__ import annotations
 
 import posixpath
 import struct
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
@@ -22,7 +25,10 @@ from ..hoodie.logfile.reader import read_log_file
 from ..hoodie.storage import Storage
 from ..hoodie.timeline.metadata import WriteStat
 
-__all__ = ["file_rows", "row_bound", "slice_bound", "slice_rows"]
+__all__ = ["FILE_READERS", "file_rows", "row_bound", "slice_bound", "slice_rows", "slices_rows"]
+
+#: threads reading commit metadata, or footers and log files, to bound whole file slices (I/O bound)
+FILE_READERS = 8
 
 
 def slice_bound(s: FileSlice, written: Mapping[str, Sequence[WriteStat]], first_active: str | None) -> int | None:
@@ -53,6 +59,15 @@ def slice_rows(storage: Storage, s: FileSlice) -> int:
     group as a delete): its base file's row count (its footer) plus every record of its log files."""
     return (file_rows(storage, s.base_file.path, s.base_file.size) if s.base_file else 0) + \
         sum(file_rows(storage, lf.path) for lf in s.log_files)
+
+
+def slices_rows(storage: Storage, slices: Sequence[FileSlice]) -> list[int]:
+    """:func:`slice_rows` of each slice, read in parallel (``FILE_READERS`` threads: a footer and the logs per
+    slice, each a round trip to an object store)."""
+    if len(slices) <= 1:
+        return [slice_rows(storage, s) for s in slices]
+    with ThreadPoolExecutor(min(FILE_READERS, len(slices))) as pool:
+        return list(pool.map(lambda s: slice_rows(storage, s), slices))
 
 
 def file_rows(storage: Storage, path: str, size: int | None = None) -> int:

@@ -6,7 +6,9 @@ names exactly, refuse unknown fields and have no defaults: every writer of forma
 one to one onto the cursor (:func:`_exact`). A split has no record class: it is written and read field by field
 by one pair of functions (:func:`split_json`, :func:`split_from_json`) in the field order of format 2, but for
 ``rows`` (a reconcile's deletes, ``streaming.reconcile``), written only when set: a state without such a split is
-what every earlier version wrote and reads, and one with it is refused by them as an unknown field. Either
+what every earlier version wrote and reads, and one with it is refused by them as an unknown field. ``est_rows``
+may be null: a bound the planner could not take from write stats (``Split.est_rows``); an earlier version, whose
+splits all have one, refuses it as not an integer rather than reading it as some number of rows. Either
 way a field renamed, added or removed on one side only is refused (:class:`StateError`) instead of being dropped
 or defaulted without a word; a field whose *meaning* changes needs a new format version.
 """
@@ -165,7 +167,7 @@ def split_from_json(data: object, loc: str, *, format1: bool = False) -> Split:
     replaced_by = f.optional("replaced_by", _string, absent_ok=format1)
     prior = f.optional("prior", lambda d, at: _prior_of(d, at, partition, file_id), absent_ok=format1)
     split = Split(fs, max_instant, tuple(instants) if instants is not None else None, replaced_by,
-                  prior[0] if prior else None, prior[1] if prior else "", est_rows=f.integer("est_rows"),
+                  prior[0] if prior else None, prior[1] if prior else "", est_rows=f.optional("est_rows", _integer),
                   est_bytes=f.integer("est_bytes"), rows=f.optional("rows", _string, absent_ok=True))
     f.done()
     return split

@@ -15,6 +15,7 @@ import os
 import signal
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -25,9 +26,10 @@ from ..hoodie.split import Split
 from ..hoodie.table import HudiTable
 from ..monitor.monitor import Cursor, MonitorOptions, Plan, StreamMonitor
 from ..monitor.rewinds import Rewind, RewindCheck
+from ..monitor.row_bounds import FILE_READERS, slices_rows
 from ..state import PlannedSplit, StateStore, StreamState
 from ..state.rewind_keys import KeyLedger
-from .admission import BatchLimit, BatchSummary, admit, too_few
+from .admission import BatchLimit, BatchSummary, admit, too_few, unbounded_ahead
 from .consumer import SplitRange
 from .metrics import SourceMetrics, seconds_between, source_metrics
 from .offsets import Offset, make_offset, served
@@ -299,35 +301,67 @@ class StreamDriver:
         if not self.state.pending_from(seq) or (seq == self.state.next_seq):
             self._poll()
         pending = self.state.pending_from(seq)
-        if pending and self._too_few(pending, rec) and self._poll():  # held back: look for more rows meanwhile
+        if pending and self._too_few(seq, rec) and self._poll():  # held back: look for more rows meanwhile
             pending = self.state.pending_from(seq)
-        if not pending or self._holds_back(pending, rec):
+        if not pending or self._holds_back(seq, rec):
             return make_offset(seq, rec, start.get("sid"))
-        (end_seq, end_rec), self.last_batch = admit(pending, seq, rec, limit.within(self.opts))
+        within = limit.within(self.opts)
+        if within.max_rows:  # the splits the other limits let the batch reach, their bounds read as the rows need
+            (reach, _), _ = admit(pending, seq, rec, replace(within, max_rows=None))
+            self._read_bounds(seq, rec, within.max_rows, reach)
+            pending = self.state.pending_from(seq)
+        (end_seq, end_rec), self.last_batch = admit(pending, seq, rec, within)
         b = self.last_batch
-        log.info("hudi_streaming: batch of %d splits (at most %d rows, %d file bytes, %d instants) up to split %d "
-                 "record %d; %d splits left after it", b["splits"], b["rowsEstimate"], b["bytesEstimate"],
-                 b["instants"], end_seq, end_rec, sum(1 for p in pending if p.seq >= end_seq))
+        log.info("hudi_streaming: batch of %d splits (at most %d rows%s, %d file bytes, %d instants) up to split %d "
+                 "record %d; %d splits left after it", b["splits"], b["rowsEstimate"],
+                 f" and those of {b['unboundedSplits']} splits not bounded" if b["unboundedSplits"] else "",
+                 b["bytesEstimate"], b["instants"], end_seq, end_rec, sum(1 for p in pending if p.seq >= end_seq))
         return make_offset(end_seq, end_rec, self.state.stream_id)
+
+    def _read_bounds(self, seq: int, rec: int, rows: int, reach: int | None = None) -> None:
+        """Read the row bounds a decision over ``rows`` rows from (``seq``, ``rec``) needs — of the pending splits
+        below ``reach`` — that the planner left unknown (:func:`.admission.unbounded_ahead`), several splits' files
+        at once, and keep them in the state's splits.
+
+        Only a row limit needs a bound: the files of a split no row decision reaches are opened by its task alone.
+        A bound is the split's files' record count (``monitor.row_bounds.slice_rows``), whenever it is read: the
+        same files give the same count (a log file appended to since gives more, still a bound), and a batch's
+        end is a record offset into its last split, which a bound read later — after a restart — only decides
+        where to cut, never what a record offset means. So bounds are not written back (a state's segments are
+        immutable): a restarted driver reads again those of the splits still pending, about a batch's worth (or
+        ``minRowsPerTrigger``'s) at most."""
+        while True:
+            pending = [p for p in self.state.pending_from(seq) if reach is None or p.seq < reach]
+            ahead = unbounded_ahead(pending, rec, rows, FILE_READERS)
+            if not ahead:
+                return
+            bounds = dict(zip((p.seq for p in ahead), slices_rows(self.table.storage, [p.split.slice for p in ahead])))
+            self.state.splits = [replace(p, split=replace(p.split, est_rows=bounds[p.seq])) if p.seq in bounds else p
+                                 for p in self.state.splits]
 
     #: when the last batch was admitted (monotonic; the stream's first call when none was yet)
     _last_batch_at: float | None = None
 
-    def _holds_back(self, pending: list[PlannedSplit], rec: int) -> bool:
+    def _holds_back(self, seq: int, rec: int) -> bool:
         """``minRowsPerTrigger``: no batch yet while fewer rows are pending — by the splits' row bounds, which
         are upper bounds, so a batch may still deliver fewer — unless ``maxTriggerDelay`` has passed since the
         last batch. An AvailableNow query is never held back: it ends when it has caught up."""
         now = time.monotonic()
         if self._last_batch_at is None:
             self._last_batch_at = now
-        if self._too_few(pending, rec) and now - self._last_batch_at < self.opts.max_trigger_delay_seconds:
+        if now - self._last_batch_at < self.opts.max_trigger_delay_seconds and self._too_few(seq, rec):
             return True
         self._last_batch_at = now
         return False
 
-    def _too_few(self, pending: list[PlannedSplit], rec: int) -> bool:
-        """Fewer rows pending than ``minRowsPerTrigger`` asks for (never in an AvailableNow query)."""
-        return not self.available_now and too_few(pending, rec, self.opts.min_rows_per_trigger)
+    def _too_few(self, seq: int, rec: int) -> bool:
+        """Fewer rows pending from (``seq``, ``rec``) than ``minRowsPerTrigger`` asks for (never in an
+        AvailableNow query); unknown bounds are read until the known ones reach it or none is left."""
+        least = self.opts.min_rows_per_trigger
+        if self.available_now or least is None:
+            return False
+        self._read_bounds(seq, rec, least)
+        return too_few(self.state.pending_from(seq), rec, least)
 
     def partitions(self, start: Offset, end: Offset, make: TaskFactory) -> list[Task]:
         """The batch ``start``..``end`` as tasks made by ``make``: all ranges of one file group in one task, in

@@ -30,6 +30,7 @@ class SourceMetrics(TypedDict):
     lagSeconds: float | None
     pendingSplits: int
     pendingRowsEstimate: int
+    pendingUnboundedSplits: int
     pendingBytesEstimate: int
     lastBatch: BatchSummary | dict
     lateInstants: int
@@ -46,7 +47,9 @@ def source_metrics(table: HudiTable, monitor: StreamMonitor, state: StreamState,
     the instant ``floor``), the last batch it admitted and the pending instant it waits for (``blocked_by``).
 
     Row "estimates" are upper bounds (the splits' ``est_rows``), byte ones the exact sizes of the files the
-    splits read; ``lastBatch`` is described at :func:`.admission.admit`.
+    splits read; ``lastBatch`` is described at :func:`.admission.admit`. ``pendingRowsEstimate`` counts the
+    splits whose bound is known; ``pendingUnboundedSplits`` is how many are not bounded yet (the planner could not
+    bound them from write stats, and no row limit has needed their bound: their rows are in no estimate).
     """
     st = state
     pending = st.pending_from(st.committed_seq)
@@ -58,7 +61,8 @@ def source_metrics(table: HudiTable, monitor: StreamMonitor, state: StreamState,
                            lagInstants=len(behind),
                            lagSeconds=seconds_between(st.cursor, latest),
                            pendingSplits=len(pending),
-                           pendingRowsEstimate=sum(p.split.est_rows for p in pending),
+                           pendingRowsEstimate=sum(p.split.est_rows or 0 for p in pending),
+                           pendingUnboundedSplits=sum(p.split.est_rows is None for p in pending),
                            pendingBytesEstimate=sum(p.split.est_bytes for p in pending),
                            lastBatch=last_batch,
                            lateInstants=st.late_instants,

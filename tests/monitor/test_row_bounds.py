@@ -1,50 +1,31 @@
-"""The driver bounds a snapshot's rows from commit metadata, reading no data file a task reads (issue 25.2).
+"""The planner bounds a snapshot's rows from commit metadata, reading no data file a task reads (issue 25.2).
 
 Every split records an upper bound of its rows (``est_rows``; the row limits rely on it). A whole file slice's
-bound comes from the write stats of the commits that wrote its files; its footer and logs are read only where
-those cannot tell (a file of an archived commit, or one no stat counts).
+bound comes from the write stats of the commits that wrote its files; where those cannot tell (a file of an
+archived commit, or one no stat counts) the planner leaves it unknown (None) and opens nothing: the driver reads
+its footer and logs only when a row limit needs that split's bound (``tests/streaming/test_bounds_on_demand.py``).
 """
 from __future__ import annotations
 
-import contextlib
 import json
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 from conftest import fixture_names
+from support.data_reads import data_reads
 from support.planning import round_by_round_splits
 from support.stream_sim import make_reader
 
 from hudi_streaming.hoodie.changes import slice_changes
 from hudi_streaming.hoodie.deletes import Deletes
 from hudi_streaming.hoodie.feed_schema import output_schema, read_columns
-from hudi_streaming.hoodie.storage import Storage
 from hudi_streaming.hoodie.table import HudiTable
 from hudi_streaming.monitor.monitor import MonitorOptions, StreamMonitor
 from hudi_streaming.monitor.row_bounds import slice_rows
 from hudi_streaming.streaming.admission import BatchLimit
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("part", pa.string())])
-
-
-@contextlib.contextmanager
-def data_reads(monkeypatch, table: str):
-    """The data files of ``table`` (outside ``.hoodie/``) read while inside, as paths under the table."""
-    root = str(Path(table).resolve())
-    opened: list[str] = []
-    for name in ("read_bytes", "open", "parquet_file", "input_file"):
-        original = getattr(Storage, name)
-
-        def counting(self, rel, *args, _original=original, **kwargs):
-            full = str(Path(self.full(rel)).resolve())
-            if full.startswith(root + "/") and "/.hoodie/" not in full + "/":
-                opened.append(full[len(root) + 1:])
-            return _original(self, rel, *args, **kwargs)
-        monkeypatch.setattr(Storage, name, counting)
-    yield opened
-    monkeypatch.undo()
 
 
 def _rows(keys, ts: int, partitions: int = 4) -> pa.Table:
@@ -80,9 +61,10 @@ def test_a_snapshot_plan_without_a_row_limit_opens_no_data_file(version, table_t
     assert opened  # the files, read: the count sees reads
 
 
-def test_the_files_of_an_archived_commit_are_read_and_only_they(tmp_path, monkeypatch):
+def test_a_slice_with_a_file_of_an_archived_commit_is_left_unbounded_and_no_file_is_read(tmp_path, monkeypatch):
     """Some writers of a file of an archived commit may be archived too: its stats cannot bound it. (Copy on
-    write: the other partition's small base file is rewritten by each insert, so its writer is active.)"""
+    write: the other partition's small base file is rewritten by each insert, so its writer is active.) Its
+    files used to be read here, at planning, row limit or not."""
     table = str(tmp_path / "t")
     from hudi_streaming.writer import create_table
 
@@ -97,12 +79,14 @@ def test_the_files_of_an_archived_commit_are_read_and_only_they(tmp_path, monkey
     with data_reads(monkeypatch, table) as opened:
         plan = StreamMonitor(t, MonitorOptions()).plan_snapshot()
     (p0,) = [s for s in plan.splits if s.partition == "part=p0"]
-    assert p0.slice.base_file is not None and set(opened) == {p0.slice.base_file.path}
-    assert [s.est_rows for s in plan.splits] == [slice_rows(t.storage, s.slice) for s in plan.splits]
+    assert opened == [] and p0.est_rows is None
+    assert [s.est_rows for s in plan.splits if s is not p0] == [slice_rows(t.storage, s.slice)
+                                                                for s in plan.splits if s is not p0]
 
 
-def test_stats_that_count_nothing_fall_back_to_the_files(tmp_path, monkeypatch):
-    """A writer that leaves the counters out (v6: JSON commit metadata, counters removed here)."""
+def test_stats_that_count_nothing_leave_the_bounds_unknown(tmp_path, monkeypatch):
+    """A writer that leaves the counters out (v6: JSON commit metadata, counters removed here): no bound, and no
+    file read to find one."""
     table = str(tmp_path / "t")
     _written(table, 6)
     for f in (tmp_path / "t" / ".hoodie").glob("*.deltacommit"):
@@ -115,17 +99,15 @@ def test_stats_that_count_nothing_fall_back_to_the_files(tmp_path, monkeypatch):
     t = HudiTable(table)
     with data_reads(monkeypatch, table) as opened:
         plan = StreamMonitor(t, MonitorOptions()).plan_snapshot()
-    assert set(opened) == {f for s in plan.splits for f in s.files}
-    with data_reads(monkeypatch, table):
-        assert [s.est_rows for s in plan.splits] == [slice_rows(t.storage, s.slice)
-                                                     for s in plan.splits]
+    assert opened == [] and plan.splits and all(s.est_rows is None for s in plan.splits)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", fixture_names())
 def test_every_snapshot_and_replaced_split_yields_at_most_its_bound(name, unzip_fixture):
     """On every fixture table Hudi wrote: each whole-slice split (a snapshot's, a replaced file group's) yields
-    no more rows than it records, in either read mode."""
+    no more rows than it records, in either read mode (or, where the stats cannot bound it, than its files count,
+    the bound the driver reads when a row limit needs it)."""
     table = HudiTable(str(unzip_fixture(name).table))
     splits = StreamMonitor(table, MonitorOptions(replaced_as_deletes=True)).plan_snapshot().splits
     if table.config.populate_meta_fields:
@@ -133,6 +115,7 @@ def test_every_snapshot_and_replaced_split_yields_at_most_its_bound(name, unzip_
     out = output_schema(table.arrow_schema(), None)
     columns = read_columns(table, out)
     for split in splits:
+        bound = slice_rows(table.storage, split.slice) if split.est_rows is None else split.est_rows
         for changelog in (False, True):
             rows = slice_changes(table, split, out, columns, Deletes.EMIT, changelog).num_rows
-            assert rows <= split.est_rows, (split.file_id, changelog, rows, split.est_rows)
+            assert rows <= bound, (split.file_id, changelog, rows, bound)

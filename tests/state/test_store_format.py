@@ -298,3 +298,20 @@ def test_a_record_refuses_a_missing_unknown_or_mistyped_field():
         records.split_from_json({**values, "rows_estimate": 1}, "s")
     with pytest.raises(StateError, match="s.prior.base_size: Input should be a valid integer"):
         records.split_from_json({**values, "prior": {**values["prior"], "base_size": "449500"}}, "s")
+
+
+def test_a_split_not_bounded_yet_round_trips_as_null_and_only_null(tmp_path):
+    """``est_rows`` None (the planner could not bound a whole slice from write stats) is written as null and read
+    back as None; the field stays required and typed (every older checkpoint's integers still load: above)."""
+    unbounded = replace(SPLITS[0], est_rows=None)
+    values = records.split_json(unbounded)
+    assert values["est_rows"] is None and records.split_from_json(values, "s") == unbounded
+    with pytest.raises(StateError, match="s.est_rows: Field required"):
+        records.split_from_json({k: v for k, v in values.items() if k != "est_rows"}, "s")
+    with pytest.raises(StateError, match="s.est_rows: Input should be a valid integer"):
+        records.split_from_json({**values, "est_rows": "1200"}, "s")
+    store = StateStore(str(tmp_path))
+    state = StreamState(table_url=URL, table_name=NAME, cursor=Cursor(requested=T0), started=True, next_seq=2,
+                        next_round=1, splits=[PlannedSplit(0, 0, 1, unbounded), PlannedSplit(1, 0, 1, SPLITS[1])])
+    store.save(state)
+    assert StateStore(str(tmp_path)).load(URL, NAME) == state

@@ -13,12 +13,12 @@ from hudi_streaming.errors import StateError
 from hudi_streaming.hoodie.fs_view import FileSlice
 from hudi_streaming.hoodie.split import Split
 from hudi_streaming.state import PlannedSplit
-from hudi_streaming.streaming.admission import BatchLimit, admit
+from hudi_streaming.streaming.admission import BatchLimit, admit, too_few, unbounded_ahead
 from hudi_streaming.streaming.offsets import make_offset, position
 from hudi_streaming.streaming.options import parse_options
 
 
-def _planned(seq: int, rnd: int, instants_in_round: int, rows: int, nbytes: int) -> PlannedSplit:
+def _planned(seq: int, rnd: int, instants_in_round: int, rows: int | None, nbytes: int) -> PlannedSplit:
     split = Split(FileSlice("p", f"f{seq}", "001"), max_instant="001", est_rows=rows, est_bytes=nbytes)
     return PlannedSplit(seq=seq, round=rnd, instants_in_round=instants_in_round, split=split)
 
@@ -28,7 +28,8 @@ PENDING = [_planned(0, 0, 2, 10, 100), _planned(1, 0, 2, 10, 100), _planned(2, 1
 
 
 def _batch(splits: int, rows: int, nbytes: int, instants: int) -> dict:
-    return {"splits": splits, "rowsEstimate": rows, "bytesEstimate": nbytes, "instants": instants}
+    return {"splits": splits, "rowsEstimate": rows, "unboundedSplits": 0, "bytesEstimate": nbytes,
+            "instants": instants}
 
 
 def test_max_rows_cuts_inside_a_split_and_the_next_batch_resumes_there():
@@ -77,6 +78,39 @@ def test_max_instants_never_splits_a_planning_round():
 
 def test_no_limit_admits_everything_pending():
     assert admit(PENDING, 0, 0, BatchLimit()) == ((3, 0), _batch(3, 25, 250, 3))
+
+
+#: PENDING with split 1 not bounded yet (the planner could not bound it from write stats), and two more so
+UNBOUNDED = [PENDING[0], _planned(1, 0, 2, None, 100), PENDING[2], _planned(3, 1, 1, None, 50),
+             _planned(4, 1, 1, None, 50)]
+
+
+def test_without_a_row_limit_a_split_of_unknown_bound_is_admitted_by_the_other_limits():
+    assert admit(UNBOUNDED, 0, 0, BatchLimit()) == ((5, 0), {**_batch(5, 15, 350, 3), "unboundedSplits": 3})
+    assert admit(UNBOUNDED, 0, 0, BatchLimit(max_files=2)) == ((2, 0), {**_batch(2, 10, 200, 2), "unboundedSplits": 1})
+
+
+def test_a_row_limit_never_admits_on_an_unknown_bound():
+    with pytest.raises(ValueError, match="split 1 reached by a row limit has no row bound"):
+        admit(UNBOUNDED, 0, 0, BatchLimit(max_rows=15))
+    assert admit(UNBOUNDED, 0, 0, BatchLimit(max_rows=10)) == ((1, 0), _batch(1, 10, 100, 2))  # ends before it
+
+
+def test_the_unknown_bounds_a_row_decision_reaches_are_named_in_order():
+    """Nothing is unknown before the known bounds cover the rows; an unknown bound counts as the mean of the
+    known ones before it (10 rows), or as all the rows while none is known; at most ``most`` at once."""
+    assert unbounded_ahead(UNBOUNDED, 0, 10, 8) == []
+    assert unbounded_ahead(UNBOUNDED, 0, 15, 8) == [UNBOUNDED[1]]  # 10 + a guessed 10 cover 15
+    assert unbounded_ahead(UNBOUNDED, 0, 40, 8) == [UNBOUNDED[1], UNBOUNDED[3], UNBOUNDED[4]]
+    assert unbounded_ahead(UNBOUNDED, 0, 40, 2) == [UNBOUNDED[1], UNBOUNDED[3]]
+    assert unbounded_ahead(UNBOUNDED, 5, 10, 8) == [UNBOUNDED[1]]  # 5 rows left of split 0
+    assert unbounded_ahead(UNBOUNDED[1:], 0, 100, 8) == [UNBOUNDED[1]]  # no bound known: one split first
+    assert unbounded_ahead(UNBOUNDED[3:], 0, 100, 8) == [UNBOUNDED[3]]
+
+
+def test_too_few_rows_is_never_said_of_an_unknown_bound():
+    assert too_few(PENDING, 0, 26) and not too_few(PENDING, 0, 25) and too_few(PENDING, 1, 25)
+    assert not too_few(UNBOUNDED, 0, 1000) and not too_few(PENDING, 0, None)
 
 
 def test_the_tighter_of_spark_limit_and_options_applies():

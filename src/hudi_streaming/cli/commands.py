@@ -406,6 +406,7 @@ def show_state(location: str, *, checkpoint: str | None = None, limit: int | Non
                       f"batch {spark[0]}: splits below {seq}{within}"),
                      ("planned and not committed",
                       f"{_plural(len(pending), 'split')} (next sequence {state.next_seq})")]
+    unbounded = sum(p.split.est_rows is None for p in pending)
     print(format_table([
         ("table", f"{state.table_name} at {state.table_url}"),
         ("cursor", "- (nothing planned yet)" if cursor is None else
@@ -413,8 +414,9 @@ def show_state(location: str, *, checkpoint: str | None = None, limit: int | Non
         ("instants after the cursor", behind),
         ("row rules", describe(state.rules)),
         *committed,
-        ("pending estimate", f"{sum(p.split.est_rows for p in pending):,} rows, "
-                             f"{_human_size(sum(p.split.est_bytes for p in pending))}"),
+        ("pending estimate", f"{sum(p.split.est_rows or 0 for p in pending):,} rows"
+                             + (f" and those of {_plural(unbounded, 'split')} not bounded yet" if unbounded else "")
+                             + f", {_human_size(sum(p.split.est_bytes for p in pending))}"),
     ]))
     shown, hidden = _limited(pending, limit)
     if shown:
@@ -423,7 +425,7 @@ def show_state(location: str, *, checkpoint: str | None = None, limit: int | Non
             [(p.seq, p.round, p.split.partition or "-", p.split.file_id,
               "snapshot" if p.split.instants is None else ", ".join(p.split.instants[:2])
               + (f" (+{len(p.split.instants) - 2})" if len(p.split.instants) > 2 else ""),
-              p.split.est_rows, _human_size(p.split.est_bytes),
+              "not bounded yet" if p.split.est_rows is None else p.split.est_rows, _human_size(p.split.est_bytes),
               "; ".join(n for n in (f"{rec} records delivered" if p.seq == seq and rec else "",
                                     f"deletes (replaced by {p.split.replaced_by})" if p.split.replaced_by else "")
                         if n))

@@ -79,7 +79,7 @@ class HudiTable:
         for entry in reversed(self.timeline.completed_writes()):
             if as_of is not None and entry.requested_time > as_of:
                 continue
-            schema = self.timeline.commit_metadata(entry.requested_time).writer_schema
+            schema = self.timeline.writer_schema(entry.requested_time)
             if schema:
                 return json.loads(schema)
         return json.loads(self.config.create_schema) if self.config.create_schema else None

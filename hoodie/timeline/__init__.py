@@ -123,6 +123,13 @@ class Timeline:
         raise DataLossError(f"{self.storage.url}: instant {instant_time} is older than the active timeline but not "
                             f"in the archive ({self.config.archive_dir}); its commit metadata is gone")
 
+    def writer_schema(self, instant_time: str) -> str | None:
+        """The writer schema of a completed write (:meth:`commit_metadata`'s), decoding no more than it on the
+        active timeline (:meth:`.active.ActiveTimeline.writer_schema`)."""
+        if self.active.get(instant_time) is not None or not self.is_archived(instant_time):
+            return self.active.writer_schema(instant_time)
+        return self.commit_metadata(instant_time).writer_schema
+
     def pending_compaction_times(self) -> set[str]:
         return {e.requested_time for e in self.active.pending_compactions()}
 

@@ -27,7 +27,7 @@ from .instant import (
     is_instant_time,
     parse_instant_file,
 )
-from .metadata import CommitMetadata, decode_metadata_bytes, parse_commit_metadata
+from .metadata import CommitMetadata, decode_metadata_bytes, parse_commit_metadata, parse_writer_schema
 
 log = logging.getLogger(__name__)
 #: what a decoder makes of a timeline file
@@ -89,6 +89,13 @@ class TimelineEntry:
 
     def __str__(self) -> str:
         return str(self.instant)
+
+
+@dataclass(frozen=True)
+class _WriterSchema:
+    """What :meth:`ActiveTimeline.writer_schema` decoded of a commit-metadata file: its writer schema alone."""
+
+    schema: str | None
 
 
 class ActiveTimeline:
@@ -174,14 +181,30 @@ class ActiveTimeline:
                 return f"{self.config.timeline_dir}/{name}"
         return None
 
-    def commit_metadata(self, requested_time: str) -> CommitMetadata:
-        """Metadata of a completed write instant."""
+    def _completed_file(self, requested_time: str) -> str:
         entry = self._by_time.get(requested_time)
         rel = self._file(entry, State.COMPLETED) if entry is not None and entry.is_completed else None
         if rel is None:  # rolled back or restored away since the caller saw it complete
             raise DataLossError(f"{self.storage.url}: instant {requested_time} is not a completed instant on the "
                                 "active timeline (rolled back or restored since it was listed?)")
-        return self._decode(rel, parse_commit_metadata)
+        return rel
+
+    def commit_metadata(self, requested_time: str) -> CommitMetadata:
+        """Metadata of a completed write instant."""
+        return self._decode(self._completed_file(requested_time), parse_commit_metadata)
+
+    def writer_schema(self, requested_time: str) -> str | None:
+        """The writer schema of a completed write instant: from its metadata when that is decoded already, else
+        the schema alone (:func:`.metadata.parse_writer_schema`, kept as a :class:`_WriterSchema` until the whole
+        metadata is asked for)."""
+        rel = self._completed_file(requested_time)
+        cached = self._decoded.get(rel)
+        if isinstance(cached, CommitMetadata):
+            return cached.writer_schema
+        if not isinstance(cached, _WriterSchema):
+            cached = self._decoded[rel] = _WriterSchema(
+                parse_writer_schema(self.storage.read_bytes(rel), f"{self.storage.url}/{rel}"))
+        return cached.schema
 
     def plan(self, requested_time: str) -> dict:
         """The decoded plan of a requested instant (compaction plan, clustering plan, cleaner plan, ...)."""
@@ -193,7 +216,7 @@ class ActiveTimeline:
 
     def _decode(self, rel: str, decode: Callable[[bytes, str], _D]) -> _D:
         """``decode`` of a timeline file, decoded once: each file is read with one decoder only."""
-        if rel not in self._decoded:
+        if rel not in self._decoded or isinstance(self._decoded[rel], _WriterSchema):  # only its schema so far
             self._decoded[rel] = decode(self.storage.read_bytes(rel), f"{self.storage.url}/{rel}")
         return cast(_D, self._decoded[rel])
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import fixture_names
 from test_timeline_archived import delete_active_files, lsm_row, oldest_instants, write_lsm_file, write_manifest
 
 from hudi_streaming import read_table
@@ -241,6 +243,39 @@ def test_damaged_commit_metadata_is_one_error_naming_the_file(content, error, sa
     message = str(e.value)
     assert message.startswith(f"{table}/.hoodie/{V6_FIRST}.deltacommit: "), message
     assert says in message and "\n" not in message
+
+
+@pytest.mark.parametrize("content,error,says", METADATA_DAMAGE,
+                         ids=[f"{i}-{c[:12]!r}" for i, (c, _, _) in enumerate(METADATA_DAMAGE)])
+def test_the_writer_schema_alone_fails_as_the_whole_metadata_does_where_it_is_damaged(content, error, says,
+                                                                                       unzip_fixture, tmp_path):
+    """The schema call decodes a commit's writer schema alone (Spark's schema step on a wide table): a file that
+    is not metadata, or whose extra metadata is damaged, is the same one error there; damage in a write stat is
+    not read by it, and the stream's planning, which decodes the whole file, still names it."""
+    table, tl = _timeline_only(unzip_fixture, V6, tmp_path / "t")
+    (tl / f"{V6_FIRST}.deltacommit").write_bytes(content)
+    whole_file = any(w in says for w in ("neither JSON nor Avro", "not a readable Avro", "not a JSON object"))
+    timeline = _load(table)
+    if whole_file or "extraMetadata" in says or "writer schema" in says:
+        with pytest.raises(error) as e:
+            timeline.writer_schema(V6_FIRST)
+        assert str(e.value).startswith(f"{table}/.hoodie/{V6_FIRST}.deltacommit: ") and says in str(e.value)
+    else:
+        assert timeline.writer_schema(V6_FIRST) is None
+    with pytest.raises(error, match=re.escape(says)):
+        timeline.commit_metadata(V6_FIRST)
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_the_writer_schema_alone_equals_the_whole_metadatas_on_every_fixture_commit(name, unzip_fixture):
+    """JSON (v6) and Avro (v8/v9) commit metadata: the schema-only decode gives what the whole decode gives,
+    and asking for the whole metadata afterwards decodes all of it (not the schema-only value kept meanwhile)."""
+    table = unzip_fixture(name).table
+    alone, whole = _load(table), _load(table)
+    writes = [e.requested_time for e in alone.active.completed() if e.is_write]
+    for t in writes:
+        assert alone.writer_schema(t) == whole.commit_metadata(t).writer_schema, t
+        assert alone.commit_metadata(t) == whole.commit_metadata(t), t
 
 
 def test_counts_are_read_as_jackson_reads_them(unzip_fixture, tmp_path):

@@ -117,6 +117,13 @@ class HudiTable:
             self._listing = list_data_files(self.storage)
         return self._listing
 
+    def release_listings(self) -> None:
+        """Let go of the listings kept for reuse (the store's LIST, the opened metadata table): a caller that has
+        taken what it needs from a wide table's listing frees their memory before its next step. The next
+        listing opens them again, as after :meth:`reload`."""
+        self._listing = None
+        self._files_index = False
+
     def files_index(self) -> FilesIndex | None:
         """The metadata table's ``files`` partition when it can serve this table's listings, else None (the
         reason logged once per table and reason). Opened once per timeline load (:meth:`reload`)."""

@@ -320,23 +320,33 @@ class StreamDriver:
 
     def _read_bounds(self, seq: int, rec: int, rows: int, reach: int | None = None) -> None:
         """Read the row bounds a decision over ``rows`` rows from (``seq``, ``rec``) needs — of the pending splits
-        below ``reach`` — that the planner left unknown (:func:`.admission.unbounded_ahead`), several splits' files
-        at once, and keep them in the state's splits.
+        below ``reach`` — that the planner left unknown (:func:`.admission.unbounded_ahead`), and keep them in the
+        state's splits: first from the commits' write stats (``StreamMonitor.slice_bounds``), for every pending
+        split at once (each commit decoded once, no data file opened), then, for splits they cannot bound, from
+        the splits' files (``monitor.row_bounds.slices_rows``), a few at a time in parallel.
 
         Only a row limit needs a bound: the files of a split no row decision reaches are opened by its task alone.
-        A bound is the split's files' record count (``monitor.row_bounds.slice_rows``), whenever it is read: the
-        same files give the same count (a log file appended to since gives more, still a bound), and a batch's
-        end is a record offset into its last split, which a bound read later — after a restart — only decides
-        where to cut, never what a record offset means. So bounds are not written back (a state's segments are
-        immutable): a restarted driver reads again those of the splits still pending, about a batch's worth (or
-        ``minRowsPerTrigger``'s) at most."""
+        A bound is the split's rows as its commits' stats or files count them, whenever it is read: the same
+        commits and files give the same count (a log file appended to since gives more, still a bound), and a
+        batch's end is a record offset into its last split, which a bound read later — after a restart — only
+        decides where to cut, never what a record offset means. So bounds are not written back (a state's
+        segments are immutable): a restarted driver reads again those of the splits still pending (from files,
+        about a batch's worth, or ``minRowsPerTrigger``'s, at most)."""
+        stats_tried = False
         while True:
             pending = [p for p in self.state.pending_from(seq) if reach is None or p.seq < reach]
             ahead = unbounded_ahead(pending, rec, rows, FILE_READERS)
             if not ahead:
                 return
-            bounds = dict(zip((p.seq for p in ahead), slices_rows(self.table.storage, [p.split.slice for p in ahead])))
-            self.state.splits = [replace(p, split=replace(p.split, est_rows=bounds[p.seq])) if p.seq in bounds else p
+            bounds: list[int | None]
+            if not stats_tried:  # one pass of the commits' stats over every pending split not bounded yet
+                stats_tried = True
+                ahead = [p for p in pending if p.split.est_rows is None]
+                bounds = self.monitor.slice_bounds([p.split.slice for p in ahead])
+            else:  # what the stats could not bound: from the files, the splits the decision reaches
+                bounds = [*slices_rows(self.table.storage, [p.split.slice for p in ahead])]
+            found = {p.seq: b for p, b in zip(ahead, bounds) if b is not None}
+            self.state.splits = [replace(p, split=replace(p.split, est_rows=found[p.seq])) if p.seq in found else p
                                  for p in self.state.splits]
 
     #: when the last batch was admitted (monotonic; the stream's first call when none was yet)

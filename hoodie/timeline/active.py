@@ -37,6 +37,8 @@ _D = TypeVar("_D")
 #: the timeline every poll, and one warning per file per process says it without flooding the driver log.
 _warned: set[tuple[str, str]] = set()
 _warned_lock = threading.Lock()
+#: one timeline file decoded at a time (see ``ActiveTimeline._decode``)
+_decoding = threading.Lock()
 
 
 def _warn_unrecognized(folder_url: str, name: str) -> None:
@@ -215,9 +217,17 @@ class ActiveTimeline:
         return self._decode(rel, decode_metadata_bytes)
 
     def _decode(self, rel: str, decode: Callable[[bytes, str], _D]) -> _D:
-        """``decode`` of a timeline file, decoded once: each file is read with one decoder only."""
+        """``decode`` of a timeline file, decoded once: each file is read with one decoder only.
+
+        Callers read several files at once (threads: each read is a round trip to an object store), but one file
+        is decoded at a time: decoding holds the GIL anyway, and a wide table's commit decodes into a dict per
+        file group before its write stats are built (15 MiB at 10,000 file groups), so two decodes at once
+        doubled the driver's peak."""
         if rel not in self._decoded or isinstance(self._decoded[rel], _WriterSchema):  # only its schema so far
-            self._decoded[rel] = decode(self.storage.read_bytes(rel), f"{self.storage.url}/{rel}")
+            data = self.storage.read_bytes(rel)
+            with _decoding:
+                if rel not in self._decoded or isinstance(self._decoded[rel], _WriterSchema):
+                    self._decoded[rel] = decode(data, f"{self.storage.url}/{rel}")
         return cast(_D, self._decoded[rel])
 
     def is_clustering(self, entry: TimelineEntry) -> bool:

@@ -1,13 +1,16 @@
-"""The planner bounds a snapshot's rows from commit metadata, reading no data file a task reads (issue 25.2).
+"""Row bounds of whole file slices from commit metadata, reading no data file a task reads (issue 25.2).
 
-Every split records an upper bound of its rows (``est_rows``; the row limits rely on it). A whole file slice's
-bound comes from the write stats of the commits that wrote its files; where those cannot tell (a file of an
-archived commit, or one no stat counts) the planner leaves it unknown (None) and opens nothing: the driver reads
-its footer and logs only when a row limit needs that split's bound (``tests/streaming/test_bounds_on_demand.py``).
+A split records an upper bound of its rows (``est_rows``; the row limits rely on it), or None. A snapshot's
+splits are planned with None (bounding them decodes every write stat of the commits that wrote the table's files,
+which only a row limit needs); ``StreamMonitor.slice_bounds`` gives a whole slice's bound from the write stats of
+the commits that wrote its files, or None where those cannot tell (a file of an archived commit, or one no stat
+counts), opening nothing: the driver reads that split's footer and logs only when a row limit needs its bound
+(``tests/streaming/test_bounds_on_demand.py``).
 """
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -54,10 +57,14 @@ def test_a_snapshot_plan_without_a_row_limit_opens_no_data_file(version, table_t
         end = reader.driver.latest_offset(reader.initialOffset(), BatchLimit())  # plans the snapshot, admits it
         splits = [p.split for p in reader.driver.state.splits]
     assert opened == [] and end["seq"] == len(splits) == 4
+    assert all(s.est_rows is None for s in splits)  # planned without bounds: no row limit asked for them
     # the bounds the stats give are the ones the files give (no failed write, nothing archived)
     t = HudiTable(table)
     with data_reads(monkeypatch, table) as opened:
-        assert [s.est_rows for s in splits] == [slice_rows(t.storage, s.slice) for s in splits]
+        bounds = StreamMonitor(t, MonitorOptions()).slice_bounds([s.slice for s in splits])
+    assert opened == []
+    with data_reads(monkeypatch, table) as opened:
+        assert bounds == [slice_rows(t.storage, s.slice) for s in splits]
     assert opened  # the files, read: the count sees reads
 
 
@@ -76,12 +83,14 @@ def test_a_slice_with_a_file_of_an_archived_commit_is_left_unbounded_and_no_file
     assert w.archive(keep_active=3)
     t = HudiTable(table)
     assert t.timeline.is_archived(t.file_system_view().latest_merged_slices()[0].base_instant)
+    monitor = StreamMonitor(t, MonitorOptions())
     with data_reads(monkeypatch, table) as opened:
-        plan = StreamMonitor(t, MonitorOptions()).plan_snapshot()
-    (p0,) = [s for s in plan.splits if s.partition == "part=p0"]
-    assert opened == [] and p0.est_rows is None
-    assert [s.est_rows for s in plan.splits if s is not p0] == [slice_rows(t.storage, s.slice)
-                                                                for s in plan.splits if s is not p0]
+        plan = monitor.plan_snapshot()
+        bounds = monitor.slice_bounds([s.slice for s in plan.splits])
+    p0 = [s.partition for s in plan.splits].index("part=p0")
+    assert opened == [] and bounds[p0] is None
+    assert [b for i, b in enumerate(bounds) if i != p0] == [slice_rows(t.storage, s.slice)
+                                                            for i, s in enumerate(plan.splits) if i != p0]
 
 
 def test_stats_that_count_nothing_leave_the_bounds_unknown(tmp_path, monkeypatch):
@@ -97,9 +106,11 @@ def test_stats_that_count_nothing_leave_the_bounds_unknown(tmp_path, monkeypatch
                     st.pop(counter, None)
         f.write_text(json.dumps(md))
     t = HudiTable(table)
+    monitor = StreamMonitor(t, MonitorOptions())
     with data_reads(monkeypatch, table) as opened:
-        plan = StreamMonitor(t, MonitorOptions()).plan_snapshot()
-    assert opened == [] and plan.splits and all(s.est_rows is None for s in plan.splits)
+        plan = monitor.plan_snapshot()
+        bounds = monitor.slice_bounds([s.slice for s in plan.splits])
+    assert opened == [] and plan.splits and bounds == [None] * len(plan.splits)
 
 
 @pytest.mark.slow
@@ -109,7 +120,9 @@ def test_every_snapshot_and_replaced_split_yields_at_most_its_bound(name, unzip_
     no more rows than it records, in either read mode (or, where the stats cannot bound it, than its files count,
     the bound the driver reads when a row limit needs it)."""
     table = HudiTable(str(unzip_fixture(name).table))
-    splits = StreamMonitor(table, MonitorOptions(replaced_as_deletes=True)).plan_snapshot().splits
+    monitor = StreamMonitor(table, MonitorOptions(replaced_as_deletes=True))
+    splits = monitor.plan_snapshot().splits
+    splits = [replace(s, est_rows=b) for s, b in zip(splits, monitor.slice_bounds([s.slice for s in splits]))]
     if table.config.populate_meta_fields:
         splits += [s for s in round_by_round_splits(table) if s.replaced_by]
     out = output_schema(table.arrow_schema(), None)

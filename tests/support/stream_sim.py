@@ -6,6 +6,8 @@ classes, so the offset arithmetic, state files and split consumer are the produc
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.datasource import ReadAllAvailable
@@ -46,3 +48,11 @@ def resume(reader: HudiStreamReader, **kwargs) -> list[pa.Table]:
     """Continue a stream after the table changed: poll at once (not after the idle interval) from where it was."""
     reader.driver._last_poll = 0.0
     return run_batches(reader, start=reader._last_offset, **kwargs)
+
+
+def as_read(parts: list) -> list:
+    """Tasks as they read: each range's split without its row bound. A bound the driver read for a row limit
+    (``StreamDriver._read_bounds``) stays in that driver's memory, so a restarted driver's tasks for the same
+    batch carry none; the bound only decides where a batch ends, and the ranges, files and records are what
+    must be the same."""
+    return [replace(p, ranges=[replace(r, split=replace(r.split, est_rows=None)) for r in p.ranges]) for p in parts]

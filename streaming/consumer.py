@@ -96,9 +96,14 @@ def coalesced(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Recor
         fault_point("consumer.read")
 
 
+#: bytes of a larger piece that a held batch may keep alive without being copied (see :func:`_owned`)
+_SLICE_SLACK = 1 << 20
+
+
 def _owned(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """``batch``, copied when its buffers are more than twice its own bytes (a slice of a larger piece)."""
-    if batch.get_total_buffer_size() <= 2 * batch.nbytes:
+    """``batch``, copied when it is a slice of a much larger piece: its buffers hold over twice its own bytes
+    and a MiB more (a slice of a small piece, e.g. a file group's updated rows, is not worth a copy)."""
+    if batch.get_total_buffer_size() <= 2 * batch.nbytes + _SLICE_SLACK:
         return batch
     return pa.RecordBatch.from_arrays([pa.concat_arrays([c]) for c in batch.columns], schema=batch.schema)
 

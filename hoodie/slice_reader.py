@@ -59,10 +59,14 @@ def renamed(table: pa.Table, renames: dict[str, str]) -> pa.Table:
 
 
 def align(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` with exactly ``schema``'s columns: cast where types differ, nulls where a column is missing."""
+    """``table`` with exactly ``schema``'s columns: cast where types differ, nulls where a column is missing.
+    A table already so is returned as is (most are: every piece of every file group passes here)."""
+    if table.schema.equals(schema, check_metadata=True):
+        return table
+    names = set(table.column_names)  # a fresh list per access: not once per field
     cols = []
     for f in schema:
-        if f.name in table.column_names:
+        if f.name in names:
             col = table.column(f.name)
             cols.append(col if col.type == f.type else _cast(col, f.type))
         else:

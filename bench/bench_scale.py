@@ -12,8 +12,9 @@ Printed per reader: best and median wall seconds; the ratio stream / parquet spe
 stream's; target ≥ 1.0×), the Spark tasks of each stream batch and of the parquet read (Spark's status tracker:
 the jobs of the query's job group, one per batch, and of the parquet read's; every stage's tasks), and, without
 Spark, what planning the stream's first batch costs the driver: the time of ``StreamMonitor.plan_snapshot`` and
-the data files (outside ``.hoodie/``) it opens. ``--option maxPartitionBytes=1`` gives every file group a task
-of its own, as before issue 25.
+the data files (outside ``.hoodie/``) it opens, and what the batch's tasks cost in their Python workers
+(:func:`task_read_cost`; ``--no-spark`` stops there). ``--option maxPartitionBytes=1`` gives every file group a
+task of its own, as before issue 25.
 
     python bench/bench_scale.py                             # 1,000 partitions x 20 rows, 1,000 updates, 2 rounds
     python bench/bench_scale.py --partitions 200 --repeat 1  # a smoke run
@@ -97,6 +98,49 @@ def plan_cost(table: str) -> tuple[float, int, int]:
     return took, len(plan.splits), len(set(opened))
 
 
+def task_read_cost(table: str, rounds: int = 3) -> dict:
+    """What the stream's tasks cost in their Python workers, without Spark: the AvailableNow batch planned as
+    Spark plans it (``HudiStreamingDataSource``: schema, stream reader, ``latestOffset``, ``partitions``), each
+    task pickled and read as a worker reads it, its batches written as the Arrow IPC stream a worker hands the
+    JVM. CPU (``process_time``: the read-ahead and Arrow threads included) per file group, each task's best of
+    ``rounds`` after a warm-up task; and the batches and rows per batch Spark receives."""
+    import io
+    import pickle
+
+    import pyarrow as pa
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from hudi_streaming.streaming.data_source import HudiStreamingDataSource
+
+    with tempfile.TemporaryDirectory(prefix="bench-scale-state-") as state:
+        source = HudiStreamingDataSource({"path": table, "stateLocation": state})
+        reader = source.streamReader(source.schema())
+        reader.prepareForTriggerAvailableNow()
+        start = reader.initialOffset()
+        tasks = [pickle.dumps(t) for t in reader.partitions(start, reader.latestOffset(start, ReadAllAvailable()))]
+
+    def read(task: bytes) -> list:
+        batches = list(reader.read(pickle.loads(task)))
+        if batches:
+            with pa.ipc.new_stream(io.BytesIO(), batches[0].schema) as out:
+                for b in batches:
+                    out.write_batch(b)
+        return batches
+
+    groups = [len({(r.split.partition, r.split.file_id) for r in pickle.loads(t).ranges}) for t in tasks]
+    read(tasks[0])  # the worker's first task imports and opens what the others reuse: not counted
+    best = [float("inf")] * len(tasks)
+    for _ in range(rounds):
+        for i, task in enumerate(tasks[1:], 1):
+            t0 = time.process_time()
+            batches = read(task)
+            best[i] = min(best[i], time.process_time() - t0)
+    counted = sum(groups[1:])
+    rows = sum(b.num_rows for b in batches)
+    return {"tasks": len(tasks), "groups": sum(groups), "ms_per_group": sum(best[1:]) / counted * 1e3,
+            "batches_last_task": len(batches), "rows_last_task": rows}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--partitions", type=int, default=1000)
@@ -106,6 +150,8 @@ def main() -> None:
     ap.add_argument("--keep", help="folder to keep (and reuse) the table in")
     ap.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                     help="a source option for the stream, e.g. maxPartitionBytes=1m (repeatable)")
+    ap.add_argument("--no-spark", action="store_true",
+                    help="only what is measured without Spark: the driver's planning, the tasks' reads")
     ap.add_argument("--hudi", action="store_true", help="tables written by Apache Hudi, local and on S3")
     ap.add_argument("--sizes", default="100,1000", help="--hudi: partition counts of the tables, comma-separated")
     ap.add_argument("--latency", type=float, default=0.04, help="--hudi: seconds the S3 proxy adds per request")
@@ -138,6 +184,12 @@ def main() -> None:
     took, splits, opened = plan_cost(str(table))
     print(f"driver: planning the snapshot took {took:.2f} s for {splits:,} splits, opening {opened:,} data files",
           flush=True)
+    cost = task_read_cost(str(table))
+    print(f"tasks without Spark: {cost['tasks']} tasks, {cost['groups']:,} file groups; read (and written as Arrow "
+          f"IPC) in {cost['ms_per_group']:.2f} CPU ms per file group (each task's best of 3); the last task hands "
+          f"Spark {cost['batches_last_task']} batch(es) of {cost['rows_last_task']:,} rows; load {load()}", flush=True)
+    if args.no_spark:
+        return
 
     from pyspark.sql import SparkSession
 

@@ -13,7 +13,6 @@ import contextlib
 import enum
 import json
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -29,6 +28,7 @@ from .logfile.blocks import decode_data_block
 from .logfile.delete_records import delete_rows
 from .logfile.format import BlockType, HeaderKey, LogBlock
 from .merge import BaseMerge, LogRecords, MergeRules, commit_time_deletes, merge_with_base
+from .pools import SharedPool
 from .scanner import InstantRange, ScanStats, scan_blocks, timed, timed_steps
 from .spill import DEFAULT_BUDGET_BYTES, SpillBuffer
 from .table import COMMIT_TIME, HIVE_DEFAULT_PARTITION, IS_DELETED, OPERATION, RECORD_KEY, HudiTable
@@ -59,10 +59,14 @@ def renamed(table: pa.Table, renames: dict[str, str]) -> pa.Table:
 
 
 def align(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` with exactly ``schema``'s columns: cast where types differ, nulls where a column is missing."""
+    """``table`` with exactly ``schema``'s columns: cast where types differ, nulls where a column is missing.
+    A table already so is returned as is (most are: every piece of every file group passes here)."""
+    if table.schema.equals(schema, check_metadata=True):
+        return table
+    names = set(table.column_names)  # a fresh list per access: not once per field
     cols = []
     for f in schema:
-        if f.name in table.column_names:
+        if f.name in names:
             col = table.column(f.name)
             cols.append(col if col.type == f.type else _cast(col, f.type))
         else:
@@ -363,11 +367,16 @@ def commit_times(req: SliceRead, t: pa.Table, instant: str | None) -> pa.Table:
     return t.set_column(i, t.schema.field(i), pa.repeat(pa.scalar(instant, pa.string()), t.num_rows))
 
 
+#: the threads that read base files ahead: one per slice read at the same time in this process (up to four)
+_READ_AHEAD = SharedPool(4, "hoodie-base")
+
+
 def _read_ahead(pieces: Iterator[pa.Table]) -> Iterator[pa.Table]:
-    """``pieces``, the next one always being read in a thread of its own while the caller works on the one it has
-    (the first is asked for at once): Arrow decodes the base file without the GIL, so the read overlaps the log's
-    decode and each piece's merge. Two pieces are held at a time, the current one and the next."""
-    reader = ThreadPoolExecutor(1, thread_name_prefix="hoodie-base")
+    """``pieces``, the next one always being read in another thread while the caller works on the one it has
+    (the first is asked for at once): Arrow decodes the base file without the GIL and an object store's requests
+    wait without it, so the read overlaps the log's read and decode and each piece's merge. Two pieces are held
+    at a time, the current one and the next. The thread is the process's (:mod:`.pools`), not one per read."""
+    reader = _READ_AHEAD.executor()
     pending = reader.submit(next, pieces, None)
 
     def ahead() -> Iterator[pa.Table]:
@@ -378,7 +387,7 @@ def _read_ahead(pieces: Iterator[pa.Table]) -> Iterator[pa.Table]:
                 yield piece
                 del piece  # not held while the next one is awaited
         finally:
-            reader.shutdown(wait=False)
+            pending.cancel()  # a read stopped early: the next piece, unless its read has started
     return ahead()
 
 

@@ -85,10 +85,11 @@ def _task_table(opts: SourceOptions, partition: FileGroupPartition) -> HudiTable
 
 def _read_task(o: SourceOptions, partition: FileGroupPartition, target: pa.Schema,
                fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
-    """A task's record batches, as ``target`` (the query's schema), in the options' read mode; with
-    ``onRewind=reconcile``, the keys of what it delivers recorded in the stream's state folder."""
+    """A task's record batches, as ``target`` (the query's schema), in the options' read mode, small ones joined
+    up to ``miniBatchSize`` rows (``consumer.coalesced``); with ``onRewind=reconcile``, the keys of what it
+    delivers recorded in the stream's state folder."""
     from ..state.rewind_keys import KeyLedger, KeyRecorder, identity_columns
-    from .consumer import consume
+    from .consumer import coalesced, consume
 
     table = _task_table(o, partition)
     # the state folder's store is opened only by a task that records keys or reads a reconcile's rows
@@ -102,9 +103,10 @@ def _read_task(o: SourceOptions, partition: FileGroupPartition, target: pa.Schem
                        mini_batch=o.mini_batch_size, fail_on_data_loss=fail_on_data_loss, clock=partition.clock,
                        carryovers=o.carryovers(), rows_of=ledger.read if ledger is not None else None)
     if ledger is None or o.on_rewind is not OnRewind.RECONCILE:
-        return read(partition.ranges)
+        return coalesced(read(partition.ranges), o.mini_batch_size)
     columns = identity_columns(target, table.config.record_key_fields, table.config.partition_fields)
-    return _recorded(read, partition.ranges, KeyRecorder(ledger, columns, repr(partition.ranges)))
+    return coalesced(_recorded(read, partition.ranges, KeyRecorder(ledger, columns, repr(partition.ranges))),
+                     o.mini_batch_size)
 
 
 def _recorded(read: Callable[[list[SplitRange]], Iterator[pa.RecordBatch]], ranges: list[SplitRange],

@@ -50,9 +50,7 @@ import itertools
 import json
 import os
 import struct
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -63,6 +61,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import CorruptFileError, UnsupportedTableError
+from ..pools import SharedPool
 from .avro_canonical import NotCanonical, check_records, named_types
 
 __all__ = ["arrow_schema_from_avro", "avro_value_schemas", "decode_avro_records", "record_schema_problem",
@@ -707,7 +706,7 @@ def _decode_polars(plan: _Plan, view: memoryview, lengths: list[int]) -> pa.Tabl
         end = offset + 4 * len(run) + sum(run)
         runs.append((view[offset:end], run))
         offset = end
-    tables = list(_executor().map(lambda run: _decode_polars_run(plan, *run), runs))
+    tables = list(_POOL.executor().map(lambda run: _decode_polars_run(plan, *run), runs))
     return None if any(table is None for table in tables) else pa.concat_tables(tables)
 
 
@@ -767,27 +766,8 @@ class _Concatenation(io.RawIOBase):
         return done
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _executor() -> ThreadPoolExecutor:
-    """The decoding threads, started on first use."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="hoodie-avro")
-        return _pool
-
-
-def _forget_pool() -> None:
-    """A forked child (Spark's Python workers fork) has no threads: it must start its own pool."""
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
+#: the decoding threads, started on first use
+_POOL = SharedPool(_WORKERS, "hoodie-avro")
 
 
 def _to_target(table: pa.Table, plan: _Plan, path: str) -> pa.Table:

@@ -20,7 +20,7 @@ The points (where they are and which window each opens):
 * ``sink.after_write`` — a ``foreachBatch`` sink wrote the batch, Spark has not committed its offset (the
   e2e job, ``tests/e2e/stream_driver.py``);
 * ``consumer.read`` — an executor's ``read()`` handed rows of a split to Spark and dies before the rest
-  (``consume``): the Python worker crashes and Spark retries the task.
+  (``consumer.coalesced``): the Python worker crashes and Spark retries the task.
 
 The environment is read once, at import: with ``HUDI_STREAMING_FAULT`` unset a point costs one test of an
 empty dict. Not part of the public API.

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import fixture_names
 from support.planning import round_by_round_splits
+from support.stream_sim import make_reader
 
 from hudi_streaming.hoodie import slice_reader
 from hudi_streaming.hoodie.changes import slice_changes
@@ -26,7 +27,9 @@ from hudi_streaming.hoodie.read import plan_slices
 from hudi_streaming.hoodie.slice_reader import SliceRead, align, read_slice
 from hudi_streaming.hoodie.table import HudiTable
 from hudi_streaming.monitor.monitor import MonitorOptions, StreamMonitor
-from hudi_streaming.streaming.consumer import SplitRange, consume
+from hudi_streaming.streaming import consumer
+from hudi_streaming.streaming.consumer import SplitRange, coalesced, consume
+from hudi_streaming.writer import create_table
 
 WHOLE = 10**9
 
@@ -102,3 +105,53 @@ def test_a_split_streamed_in_pieces_delivers_the_same_changes_and_resumes_anywhe
                                            changelog=changelog, merge_type="payload_combine", mini_batch=2)]
             resumed = pa.Table.from_batches(got, out) if got else out.empty_table()
             assert resumed.equals(pieces), split.file_id
+
+
+def _numbered(*sizes: int) -> list[pa.RecordBatch]:
+    """Batches of ``sizes`` rows numbering the rows 0, 1, ... across them."""
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    schema = pa.schema([("n", pa.int64()), ("s", pa.string())])
+    return [pa.record_batch({"n": list(range(s, s + k)), "s": [str(i) for i in range(s, s + k)]}, schema=schema)
+            for s, k in zip(starts, sizes)]
+
+
+def test_coalesced_joins_consecutive_small_batches_in_order_up_to_the_limit():
+    batches = _numbered(3, 0, 5, 10, 2, 8, 1)
+    out = list(coalesced(iter(batches), 10))
+    assert [b.num_rows for b in out] == [8, 10, 10, 1]  # a full batch passes as is, after what was held
+    assert pa.Table.from_batches(out).equals(pa.Table.from_batches(batches))
+    assert out[1] is batches[3]
+
+
+def test_a_held_slice_of_a_larger_piece_is_a_copy():
+    """A short slice held while the next piece is read keeps none of the piece it was cut from alive."""
+    piece = _numbered(100_000)[0]
+    (held,) = coalesced(iter([piece.slice(99_990)]), 65_536)
+    assert held.equals(piece.slice(99_990)) and held.get_total_buffer_size() < piece.get_total_buffer_size() / 100
+
+
+def test_a_task_of_many_small_file_groups_hands_spark_few_batches_of_the_same_rows(tmp_path, monkeypatch):
+    """Each file group yields its own small batches; the task joins them up to miniBatchSize: the same rows in
+    the same order, in as few batches as the size allows."""
+    table = str(tmp_path / "table")
+    schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("part", pa.string())])
+    writer = create_table(table, "many", schema, record_key="id", partition_fields="part", ordering_field="ts",
+                          table_type="MERGE_ON_READ", version=9)
+    keys = [f"k{i:03d}" for i in range(60)]
+    writer.insert(pa.table({"id": keys, "ts": [1] * 60, "part": [f"p{i % 12}" for i in range(60)]}, schema=schema))
+    writer.upsert(pa.table({"id": keys[:12], "ts": [2] * 12, "part": [f"p{i}" for i in range(12)]}, schema=schema))
+    for size in ("65536", "7"):
+        reader = make_reader(table, str(tmp_path / f"state-{size}"), miniBatchSize=size)
+        end = reader.latestOffset(reader.initialOffset(), reader.getDefaultReadLimit())
+        tasks = reader.partitions(reader.initialOffset(), end)
+        with monkeypatch.context() as m:
+            m.setattr(consumer, "coalesced", lambda batches, rows: batches)
+            apart = [list(reader.read(t)) for t in tasks]
+        joined = [list(reader.read(t)) for t in tasks]
+        assert sum(len(b) for b in apart) >= 12  # a batch or more per file group
+        for a, j in zip(apart, joined):
+            assert pa.Table.from_batches(j).equals(pa.Table.from_batches(a))
+            # none larger than the size, none that the next would still have fitted into
+            assert all(b.num_rows <= int(size) for b in j)
+            assert all(x.num_rows + y.num_rows > int(size) for x, y in zip(j, j[1:]))
+        assert size == "7" or all(len(j) == 1 for j in joined)

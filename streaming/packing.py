@@ -5,12 +5,18 @@ worker's fixed cost, for 20 rows apiece (issue 25). Spark's own file sources (``
 ``execution/datasources``) pack small files into a few tasks, and so does this source, by Spark's rule:
 
 * a file group weighs the bytes its splits read (``est_bytes``: base and log files as stored, and a prior slice
-  where a split has one) plus ``openCostInBytes`` per file it opens;
+  where a split has one) plus ``openCostInBytes`` once;
 * ``maxSplitBytes = min(maxPartitionBytes, max(openCostInBytes, totalWeight / minPartitionNum))``, with
   ``minPartitionNum`` the cores the work is shared by;
 * file groups go into the current task until the next one would take it past ``maxSplitBytes``.
 
-Two departures, both for what this source promises: file groups keep their order (Spark sorts files by size,
+One departure for speed: Spark charges the open cost per file, this source per file group, which is its file:
+one task reads a group's base and log files in one pass, and what packing has to spread is a Python task's fixed
+cost (0.15-0.25 s a task on PySpark 4.3), not the opening of a small log file. Charged per file, a group of a base
+and a log file weighed two of Spark's files: a batch of Hudi's 10,000-partition table ran in 667 tasks where
+``spark.read.parquet`` of its base files ran in 345, at 0.72x its speed.
+
+Two for what this source promises: file groups keep their order (Spark sorts files by size,
 largest first; here a task's ranges, and the batch's, stay in the order the driver planned them), and the next
 group's own open cost counts before it is added (Spark counts it after), so that no task of several groups
 weighs more than ``maxSplitBytes`` and a batch of at least ``minPartitionNum`` groups has at least that many
@@ -55,10 +61,10 @@ class Packing:
         per_core = total_weight // max(self.min_partition_num, 1)
         return min(self.max_partition_bytes, max(self.open_cost_in_bytes, per_core))
 
-    def pack(self, items: Sequence[tuple[int, int]]) -> list[range]:
-        """The tasks for ``items`` (each one file group's (bytes read, files opened)), as consecutive runs of
-        their indices: every item in exactly one run, in order."""
-        weights = [size + files * self.open_cost_in_bytes for size, files in items]
+    def pack(self, sizes: Sequence[int]) -> list[range]:
+        """The tasks for file groups of these ``sizes`` (each the bytes one group reads), as consecutive runs of
+        their indices: every group in exactly one run, in order."""
+        weights = [size + self.open_cost_in_bytes for size in sizes]
         limit = self.max_split_bytes(sum(weights))
         runs: list[range] = []
         start, weight = 0, 0
@@ -89,15 +95,10 @@ def _spread(runs: list[range], weights: list[int], at_least: int) -> list[range]
     return runs
 
 
-def group_size(ranges: Sequence[SplitRange]) -> tuple[int, int]:
-    """(bytes read, files opened) of one file group's ranges: a range is read in full from its split's start,
-    however late it starts or early it stops, and a split's ``est_bytes`` count its prior slice too."""
-    size = files = 0
-    for r in ranges:
-        split = r.split
-        size += split.est_bytes
-        files += len(split.files) + (0 if split.prior is None else len(split.prior.files))
-    return size, files
+def group_size(ranges: Sequence[SplitRange]) -> int:
+    """The bytes one file group's ranges read: a range is read in full from its split's start, however late it
+    starts or early it stops, and a split's ``est_bytes`` count its prior slice too."""
+    return sum(r.split.est_bytes for r in ranges)
 
 
 def pack_ranges(groups: Sequence[list[SplitRange]], packing: Packing) -> list[list[SplitRange]]:

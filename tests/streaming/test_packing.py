@@ -22,12 +22,12 @@ from hudi_streaming.streaming.packing import Packing, group_size, pack_ranges
 MiB = 1 << 20
 
 
-def _check(packing: Packing, items: list[tuple[int, int]]) -> list[range]:
-    """Pack ``items`` and check what the packing promises, whatever the sizes."""
+def _check(packing: Packing, items: list[int]) -> list[range]:
+    """Pack file groups of sizes ``items`` and check what the packing promises, whatever the sizes."""
     runs = packing.pack(items)
     assert [i for r in runs for i in r] == list(range(len(items)))  # each item once, in order: none divided
     assert all(len(r) > 0 for r in runs)
-    weights = [size + files * packing.open_cost_in_bytes for size, files in items]
+    weights = [size + packing.open_cost_in_bytes for size in items]  # one open cost per group
     limit = packing.max_split_bytes(sum(weights))
     for r in runs:  # a task of several items stays within the limit; a larger item is a task alone
         assert len(r) == 1 or sum(weights[i] for i in r) <= limit, (r, limit)
@@ -41,10 +41,10 @@ def test_packing_keeps_order_never_divides_fills_cores_and_stays_within_the_limi
     for _ in range(2000):
         n = rng.choice([0, 1, 2, 3, 5, 20, 200])
         shape = rng.choice(["small", "mixed", "one big"])
-        items = [(rng.randrange(1, 2 * MiB) if shape != "mixed" or rng.random() < 0.7 else rng.randrange(1, 600 * MiB),
-                  rng.randrange(1, 4)) for _ in range(n)]
+        items = [rng.randrange(1, 2 * MiB) if shape != "mixed" or rng.random() < 0.7 else rng.randrange(1, 600 * MiB)
+                 for _ in range(n)]
         if shape == "one big" and items:
-            items[rng.randrange(n)] = (rng.randrange(200, 2000) * MiB, 1)
+            items[rng.randrange(n)] = rng.randrange(200, 2000) * MiB
         packing = Packing(rng.choice([1, MiB, 16 * MiB, 128 * MiB]), rng.choice([0, 1, 64 << 10, 4 * MiB]),
                           rng.choice([1, 2, 3, 8, 64]))
         _check(packing, items)
@@ -56,16 +56,17 @@ def test_spark_rule_sets_the_split_size():
     assert p.max_split_bytes(10 * MiB) == 5 * MiB  # shared by the cores
     assert p.max_split_bytes(2 * MiB) == 4 * MiB  # never below one file's open cost
     assert p.max_split_bytes(10_000 * MiB) == 128 * MiB  # never above maxPartitionBytes
-    # 1,000 file groups of a base and a log file of 2 KiB each (the issue's table): each weighs 8 MiB + 4 KiB, so
-    # 15 go in a task of 128 MiB (Spark packs 31 such files); on 2 cores, not 1,000 tasks but 67
-    runs = _check(p, [(4 << 10, 2)] * 1000)
-    assert len(runs) == 67 and [len(r) for r in runs] == [15] * 66 + [10]
+    # 1,000 file groups of a base and a log file of 2 KiB each (the issue's table): each weighs 4 MiB + 4 KiB (one
+    # open cost: a group is this source's file), so 31 go in a task of 128 MiB, as Spark packs 31 files of 4 KiB;
+    # on 2 cores, not 1,000 tasks but 33 (charged per file, a group weighed 8 MiB: 67 tasks)
+    runs = _check(p, [4 << 10] * 1000)
+    assert len(runs) == 33 and [len(r) for r in runs] == [31] * 32 + [8]
     # a few small groups are shared by the cores, one each while there are as many cores
-    assert [list(r) for r in _check(Packing(128 * MiB, 4 * MiB, 4), [(100, 1)] * 3)] == [[0], [1], [2]]
+    assert [list(r) for r in _check(Packing(128 * MiB, 4 * MiB, 4), [100] * 3)] == [[0], [1], [2]]
     # ten: a quarter of their weight is 2.5 groups', so 2 go in a task (Spark packs 10 such files so too)
-    assert [len(r) for r in _check(Packing(128 * MiB, 4 * MiB, 4), [(100, 1)] * 10)] == [2] * 5
+    assert [len(r) for r in _check(Packing(128 * MiB, 4 * MiB, 4), [100] * 10)] == [2] * 5
     # a group larger than a task is a task alone; the small ones beside it still fill the cores
-    runs = _check(Packing(128 * MiB, 4 * MiB, 4), [(1000 * MiB, 1)] + [(1, 1)] * 4)
+    runs = _check(Packing(128 * MiB, 4 * MiB, 4), [1000 * MiB] + [1] * 4)
     assert runs[0] == range(0, 1) and len(runs) == 4
 
 
@@ -78,14 +79,16 @@ def _split(file_id: str, size: int, logs: int = 0, prior: bool = False) -> Split
                  prior=before if prior else None, prior_max_instant="0" if prior else "")
 
 
-def test_a_group_counts_every_file_its_splits_read_and_its_ranges_stay_together():
+def test_a_group_counts_every_byte_its_splits_read_and_its_ranges_stay_together():
     a1, a2 = _split("a", 100, logs=2), _split("a", 100, logs=2, prior=True)
-    assert group_size([SplitRange(a1, 0, None), SplitRange(a2, 5, 9)]) == (100 + 20 + 100 + 20 + 30, 3 + 3 + 2)
+    assert group_size([SplitRange(a1, 0, None), SplitRange(a2, 5, 9)]) == 100 + 20 + 100 + 20 + 30
     groups = [[SplitRange(a1, 3, None), SplitRange(a2, 0, None)], [SplitRange(_split("b", 5 * MiB), 0, 4)],
               [SplitRange(_split("c", 1), 0, None)], [SplitRange(_split("d", 1), 0, None)]]
+    # each group weighs its bytes and one open cost (1 MiB): a and b weigh 7 MiB and 270 bytes, so c, 1 MiB
+    # and a byte, would take the task past 8 MiB and starts the next
     tasks = pack_ranges(groups, Packing(8 * MiB, MiB, 1))
-    assert [[(r.split.file_id, r.skip) for r in t] for t in tasks] == [[("a", 3), ("a", 0)], [("b", 0), ("c", 0)],
-                                                                       [("d", 0)]]
+    assert [[(r.split.file_id, r.skip) for r in t] for t in tasks] == [[("a", 3), ("a", 0), ("b", 0)],
+                                                                       [("c", 0), ("d", 0)]]
     assert pack_ranges([], Packing()) == []
 
 

@@ -8,11 +8,11 @@ previous state and two queries sharing a folder cannot both write version N: the
 of one silently overwriting the other. Each file carries a SHA-256 of its body and the identity of the table
 and stream it belongs to: a torn or foreign file is detected and never trusted.
 
-The planned splits live in immutable *segment* files ``splits-<first seq>-<last seq>-<writer>.json``, one per
-save that planned new splits, named with their SHA-256 in the state file (the writer token keeps a second
-query's segment from replacing one that the first one's state names). A state file stays small however many
-splits are pending (a first snapshot of a large table plans one per file group), so committing a batch
-rewrites kilobytes, not the whole queue; a segment leaves when every split in it is committed.
+The planned splits live in immutable *segment* files ``splits-<first seq>-<last seq>-<writer>.json``, one or more
+per save that planned new splits (at most ``SEGMENT_SPLITS`` each), named with their SHA-256 in the state file
+(the writer token keeps a second query's segment from replacing one that the first one's state names). A state
+file stays small however many splits are pending (a first snapshot of a large table plans one per file group), so
+committing a batch rewrites kilobytes, not the whole queue; a segment leaves when every split in it is committed.
 
 What the files hold is the checkpoint's own schema (``records``: the state file's records, the splits'
 serialisation), converted to and from the planner's objects here, at the boundary: the planner's classes can
@@ -62,6 +62,8 @@ FORMAT = "hudi-streaming-state"
 #: 1: splits inline in the state file; 2: no stream identity nor known instants; 3: no row rules (all read)
 FORMAT_VERSION = 4
 KEEP_VERSIONS = 10
+#: the most planned splits one segment file holds (~0.5 KiB of JSON each)
+SEGMENT_SPLITS = 2000
 _FILE = re.compile(r"^state-(\d{12})\.json$")
 _SEGMENT = re.compile(r"^splits-\d{12}-\d{12}(-[0-9a-f]{12})?\.json$")
 _R = TypeVar("_R", bound=BaseModel)
@@ -194,16 +196,20 @@ class StateStore:
         return splits
 
     def save(self, state: StreamState) -> None:
-        """A new state version; splits planned since the last save go into one new segment first."""
+        """A new state version; splits planned since the last save go into new segments first, at most
+        :data:`SEGMENT_SPLITS` each (a snapshot of a wide table plans a split per file group: its JSON, written
+        whole, was the source runner's memory peak at 10,000 file groups, and a smaller segment leaves sooner)."""
         keep = [g for g in self._segments if g.last >= state.committed_seq]
         covered = keep[-1].last + 1 if keep else state.committed_seq
         new = [p for p in state.splits if p.seq >= covered]
-        if new:
-            data = _segment_bytes(new)
-            name = f"splits-{new[0].seq:012d}-{new[-1].seq:012d}-{self._token}.json"
+        for i in range(0, len(new), SEGMENT_SPLITS):
+            part = new[i:i + SEGMENT_SPLITS]
+            data = _segment_bytes(part)
+            name = f"splits-{part[0].seq:012d}-{part[-1].seq:012d}-{self._token}.json"
             self._create(name, data)
-            keep.append(SegmentRecord(name=name, first=new[0].seq, last=new[-1].seq,
+            keep.append(SegmentRecord(name=name, first=part[0].seq, last=part[-1].seq,
                                       sha256=hashlib.sha256(data).hexdigest()))
+            del data
         body = StateRecord(table_url=state.table_url, table_name=state.table_name,
                            cursor=cursor_record(state.cursor) if state.cursor is not None else None,
                            started=state.started, next_seq=state.next_seq, next_round=state.next_round,

@@ -17,6 +17,7 @@ from hudi_streaming.hoodie.fs_view import BaseFile, FileSlice, LogFile
 from hudi_streaming.hoodie.split import Split
 from hudi_streaming.monitor import Cursor
 from hudi_streaming.state import PlannedSplit, StateStore, StreamState, records
+from hudi_streaming.state import store as store_module
 from hudi_streaming.state.row_rules import RowRules
 from hudi_streaming.state.store import _canonical
 
@@ -159,6 +160,25 @@ def test_a_segment_holds_a_split_per_line_and_a_bad_line_is_refused_naming_the_s
     _sign_again(tmp_path)
     with pytest.raises(StateError, match=rf"{segment.name}: invalid split segment \(Invalid JSON"):
         StateStore(str(tmp_path)).load(URL, NAME)
+
+
+def test_a_save_of_many_new_splits_writes_several_segments_that_leave_as_they_are_committed(tmp_path, monkeypatch):
+    """A snapshot of a wide table plans a split per file group in one save: they go into segments of at most
+    SEGMENT_SPLITS each (one whole JSON document was the driver's memory peak), read back in order, and a segment
+    leaves once every split in it is committed."""
+    monkeypatch.setattr(store_module, "SEGMENT_SPLITS", 2)
+    store = StateStore(str(tmp_path))
+    state = StreamState(table_url=URL, table_name=NAME, cursor=Cursor(requested=T4), started=True, next_seq=5,
+                        next_round=2, splits=list(PLANNED))
+    store.save(state)
+    assert sorted(p.name.rsplit("-", 1)[0] for p in tmp_path.glob("splits-*")) == [
+        "splits-000000000000-000000000001", "splits-000000000002-000000000003", "splits-000000000004-000000000004"]
+    assert StateStore(str(tmp_path)).load(URL, NAME) == state
+    state.splits, state.committed_seq = PLANNED[3:], 3
+    store.save(state)
+    assert sorted(p.name.rsplit("-", 1)[0] for p in tmp_path.glob("splits-*")) == [
+        "splits-000000000002-000000000003", "splits-000000000004-000000000004"]
+    assert StateStore(str(tmp_path)).load(URL, NAME) == state
 
 
 @pytest.mark.parametrize("fmt", ["format1", "format2", "format3"])

@@ -7,8 +7,9 @@ that every batch moves the offset forward) are read and tested as one idea. ``so
 
 A split's row bound may be unknown (``est_rows`` None: the planner could not bound a whole slice from write
 stats and opened no file). Only the row decisions need bounds; :func:`unbounded_ahead` names the unknown ones
-such a decision reaches, which the driver reads from the files before deciding (``StreamDriver._read_bounds``),
-so the files opened on the driver are those of the splits a batch may admit, not every pending one.
+such a decision reaches, which the driver bounds before deciding (``StreamDriver._read_bounds``: from the commits'
+stats, else from the files), so the files opened on the driver are those of the splits a batch may admit, not
+every pending one.
 """
 from __future__ import annotations
 

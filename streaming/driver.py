@@ -332,22 +332,25 @@ class StreamDriver:
         decides where to cut, never what a record offset means. So bounds are not written back (a state's
         segments are immutable): a restarted driver reads again those of the splits still pending (from files,
         about a batch's worth, or ``minRowsPerTrigger``'s, at most)."""
-        stats_tried = False
-        while True:
-            pending = [p for p in self.state.pending_from(seq) if reach is None or p.seq < reach]
-            ahead = unbounded_ahead(pending, rec, rows, FILE_READERS)
-            if not ahead:
-                return
+        splits = self.state.splits
+        pending = [p for p in splits if p.seq >= seq and (reach is None or p.seq < reach)]
+        at, in_pending = {p.seq: i for i, p in enumerate(splits)}, {p.seq: k for k, p in enumerate(pending)}
+        while ahead := unbounded_ahead(pending, rec, rows, FILE_READERS):
             bounds: list[int | None]
-            if not stats_tried:  # one pass of the commits' stats over every pending split not bounded yet
-                stats_tried = True
-                ahead = [p for p in pending if p.split.est_rows is None]
-                bounds = self.monitor.slice_bounds([p.split.slice for p in ahead])
+            untried = [p for p in pending if p.split.est_rows is None and p.seq >= self._stats_tried_below]
+            if untried:  # one pass of the commits' stats over every pending split they were not asked about
+                self._stats_tried_below = self.state.next_seq
+                ahead, bounds = untried, [*self.monitor.slice_bounds([p.split.slice for p in untried])]
             else:  # what the stats could not bound: from the files, the splits the decision reaches
                 bounds = [*slices_rows(self.table.storage, [p.split.slice for p in ahead])]
-            found = {p.seq: b for p, b in zip(ahead, bounds) if b is not None}
-            self.state.splits = [replace(p, split=replace(p.split, est_rows=found[p.seq])) if p.seq in found else p
-                                 for p in self.state.splits]
+            for p, bound in zip(ahead, bounds):
+                if bound is not None:
+                    bounded = replace(p, split=replace(p.split, est_rows=bound))
+                    pending[in_pending[p.seq]] = splits[at[p.seq]] = bounded
+
+    #: splits planned below this sequence number have had their row bounds asked of the commits' stats (a split
+    #: they could not bound is left to its files; asking again each batch would decode every commit's stats again)
+    _stats_tried_below = 0
 
     #: when the last batch was admitted (monotonic; the stream's first call when none was yet)
     _last_batch_at: float | None = None

@@ -48,8 +48,8 @@ def source_metrics(table: HudiTable, monitor: StreamMonitor, state: StreamState,
 
     Row "estimates" are upper bounds (the splits' ``est_rows``), byte ones the exact sizes of the files the
     splits read; ``lastBatch`` is described at :func:`.admission.admit`. ``pendingRowsEstimate`` counts the
-    splits whose bound is known; ``pendingUnboundedSplits`` is how many are not bounded yet (the planner could not
-    bound them from write stats, and no row limit has needed their bound: their rows are in no estimate).
+    splits whose bound is known; ``pendingUnboundedSplits`` is how many are not bounded yet (a snapshot's, or whole
+    slices write stats could not bound, that no row limit has needed: their rows are in no estimate).
     """
     st = state
     pending = st.pending_from(st.committed_seq)
